@@ -1,0 +1,1 @@
+"""kevolve-cpu: the CPU backend plugin for kevolve."""

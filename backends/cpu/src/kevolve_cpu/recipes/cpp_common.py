@@ -1,0 +1,113 @@
+"""What every C++ recipe shares: the file prelude, storage types per dtype, the expression printer and the
+knobs common to all of them (threads, math library)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kevolve import diagnosis as d
+from kevolve.problems.problem import Problem, dtype_name
+from kevolve.synthesis.expr import Expr, render
+from kevolve.synthesis.schedule import Param
+from kevolve.target import MachineFacts
+
+#: torch dtype -> (storage type, load expression, store expression); compute is float (double for float64)
+STORAGE = {
+    torch.float32: ("float", "{}", "{}"),
+    torch.float64: ("double", "{}", "{}"),
+    torch.bfloat16: ("uint16_t", "kv_bf16_to_f32({})", "kv_f32_to_bf16({})"),
+    torch.int64: ("int64_t", "{}", "{}"),
+}
+
+
+def compute_type(dtype: torch.dtype) -> str:
+    return "double" if dtype == torch.float64 else "float"
+
+
+def prelude(problem: Problem, params: dict) -> str:
+    storage, load, store = STORAGE.get(problem.dtype, STORAGE[torch.float32])
+    ct = compute_type(problem.dtype)
+    lines = [
+        f"// kevolve generated kernel: {problem.describe()}",
+        f"// parameters: {', '.join(f'{k}={v}' for k, v in params.items())}",
+        '#include "kevolve_kernel.h"',
+        '#include "kevolve_math.h"',
+        "#include <algorithm>",
+        "#include <cmath>",
+        "#include <cstdint>",
+        "#include <omp.h>",
+        "",
+        f"typedef {storage} st_t;  // storage type of {dtype_name(problem.dtype)}",
+        f"typedef {ct} ct_t;  // compute type",
+        f"static inline ct_t ld(st_t v) {{ return (ct_t){load.format('v')}; }}",
+        f"static inline st_t st(ct_t v) {{ return (st_t){store.format('v')}; }}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def parallel_for(threads: int, schedule: str = "static") -> str:
+    """The OpenMP pragma for a parallel loop; none at all for one thread (no runtime overhead)."""
+    if threads <= 1:
+        return ""
+    return f"#pragma omp parallel for num_threads({threads}) schedule({schedule})"
+
+
+def thread_choices(facts: MachineFacts) -> tuple[int, ...]:
+    cores = max(1, facts.parallel_units)
+    choices = {1, cores}
+    power = 2
+    while power < cores:
+        choices.add(power)
+        power *= 2
+    return tuple(sorted(choices))
+
+
+def threads_param(facts: MachineFacts) -> Param:
+    choices = thread_choices(facts)
+    return Param("threads", choices, {d.OCCUPANCY_LIMITED: +1, d.LATENCY_BOUND: -1}, default=choices[-1])
+
+
+def math_param() -> Param:
+    """libm is exact but keeps loops scalar; the inline polynomials in kevolve_math.h vectorize."""
+    return Param("math", ("libm", "poly"), {d.COMPUTE_BOUND: +1})
+
+
+def simd_or_unroll(params: dict) -> bool:
+    """GCC accepts one loop pragma per loop: ``omp simd`` and ``GCC unroll`` exclude each other."""
+    return not (params.get("simd") == "omp" and params.get("unroll", 1) > 1)
+
+
+_LIBM = {"exp": "std::exp({})", "log": "std::log({})", "erf": "std::erf({})", "tanh": "std::tanh({})"}
+_POLY = {"exp": "kv_expf({})", "log": "kv_logf({})", "erf": "kv_erff({})", "tanh": "kv_tanhf({})"}
+
+
+def cpp_expr(expr: Expr, math_lib: str, ct: str = "float") -> str:
+    """Print a core scalar expression in C++ with the chosen math functions."""
+    table = _POLY if math_lib == "poly" and ct == "float" else _LIBM
+
+    def spell(fn: str, args: list[str]) -> str:
+        if fn in table:
+            return table[fn].format(*args)
+        if fn == "sqrt":
+            return f"std::sqrt({args[0]})"
+        if fn == "rsqrt":
+            return f"((ct_t)1 / std::sqrt({args[0]}))"
+        if fn == "abs":
+            return f"std::fabs({args[0]})"
+        if fn == "max":  # NaN-propagating, like torch
+            return f"({args[0]} != {args[0]} ? {args[0]} : std::max<ct_t>({args[0]}, {args[1]}))"
+        if fn == "min":
+            return f"({args[0]} != {args[0]} ? {args[0]} : std::min<ct_t>({args[0]}, {args[1]}))"
+        if fn == "neg":
+            return f"(-{args[0]})"
+        raise ValueError(f"no C++ spelling for {fn}")
+
+    def const(value: float) -> str:
+        if math.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"
+        return f"(ct_t){value!r}"
+
+    return render(expr, spell, const)

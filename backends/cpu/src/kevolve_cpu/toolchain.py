@@ -1,0 +1,142 @@
+"""Toolchains of the CPU backend: C++ with OpenMP through the system compiler, and numba."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from kevolve.backend.toolchain import BuildResult, Toolchain
+from kevolve.errors import CompileError
+
+INCLUDE_DIR = str(resources.files("kevolve_cpu").joinpath("include"))
+# -fno-trapping-math and -fno-math-errno change no computed value; they let branch-free float code vectorize
+CXXFLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-fno-trapping-math",
+            "-fno-math-errno", "-fstack-usage", "-fvisibility=hidden")
+COMPILE_TIMEOUT_S = 120
+
+#: undefined symbols that mean the library hands its computation to someone else
+FOREIGN_SYMBOLS = re.compile(r"^(cblas_|[sdcz]gemm_?$|[sdcz]gemv_?$|mkl_|dnnl_|_ZN2at|_ZN5torch|_ZN3c10|Py|_Py|"
+                             r"dlopen|dlsym|system$|popen$|execv|fork$)")
+
+
+def find_compiler() -> str | None:
+    for candidate in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
+@cache
+def _compiler_version(compiler: str) -> str:
+    out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+    return out.splitlines()[0].strip() if out else compiler
+
+
+class CppToolchain(Toolchain):
+    language = "cpp"
+    forbidden_patterns = {
+        r"\bcblas_|\bsgemm_?\b|\bdgemm_?\b|<mkl|\bEigen\b|<dnnl|\bopenblas\b": "calls a BLAS/math library",
+        r"#\s*include\s*<(?:torch|ATen|c10)/": "includes PyTorch headers",
+    }
+
+    def __init__(self) -> None:
+        self.compiler = find_compiler()
+
+    def available(self) -> tuple[bool, str]:
+        if self.compiler is None:
+            return False, "no C++ compiler found (g++, c++ or clang++; or set CXX): `apt-get install g++`"
+        return True, ""
+
+    def version(self) -> str:
+        if self.compiler is None:
+            return "none"
+        return f"{_compiler_version(self.compiler)} {' '.join(CXXFLAGS)}"
+
+    def build(self, source: str, workdir: Path) -> BuildResult:
+        ok, why = self.available()
+        if not ok:
+            raise CompileError(why)
+        workdir.mkdir(parents=True, exist_ok=True)
+        src, lib, stamp = workdir / "kernel.cpp", workdir / "kernel.so", workdir / "kernel.cmd"
+        command = [self.compiler, *CXXFLAGS, f"-I{INCLUDE_DIR}", str(src), "-o", str(lib)]
+        repro = shlex.join(command)
+        fresh = lib.exists() and src.exists() and src.read_text() == source and stamp.exists() \
+            and stamp.read_text() == f"{self.version()}\n{repro}"
+        if not fresh:
+            src.write_text(source)
+            lib.unlink(missing_ok=True)
+            stamp.unlink(missing_ok=True)
+            try:
+                proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                                      cwd=workdir)
+            except subprocess.TimeoutExpired:
+                raise CompileError(f"compiler ran past {COMPILE_TIMEOUT_S} s", repro=repro) from None
+            if proc.returncode != 0:
+                raise CompileError(f"C++ compile failed (exit {proc.returncode})", log=proc.stderr, repro=repro)
+            stamp.write_text(f"{self.version()}\n{repro}")
+        return BuildResult(language=self.language, artifact=str(lib), command=repro,
+                           resources=_resources(workdir, lib), foreign_calls=_foreign_symbols(lib))
+
+
+def _resources(workdir: Path, lib: Path) -> dict[str, float]:
+    """Largest stack frame (a proxy for register pressure spilling to the stack) and library size."""
+    frames = [0]
+    for su in workdir.glob("*.su"):
+        for line in su.read_text().splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 2 and parts[1].strip().isdigit():
+                frames.append(int(parts[1]))
+    return {"max_stack_frame_bytes": float(max(frames)), "library_bytes": float(lib.stat().st_size)}
+
+
+def _foreign_symbols(lib: Path) -> list[str]:
+    nm = shutil.which("nm")
+    if nm is None:
+        return []
+    out = subprocess.run([nm, "-D", "--undefined-only", str(lib)], capture_output=True, text=True).stdout
+    symbols = [line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()]
+    return sorted({s for s in symbols if FOREIGN_SYMBOLS.match(s)})
+
+
+class NumbaToolchain(Toolchain):
+    """numba compiles at first call, inside the worker; building here checks the file and fixes its path."""
+
+    language = "numba"
+    forbidden_patterns = {
+        r"np\.(?:dot|matmul|einsum|linalg)|\bscipy\b|(?<=[\w)\]])[ \t]*@[ \t]*[\w(]":
+            "hands the computation to BLAS/numpy routines",
+    }
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            return False, "numba is not installed: `pip install numba`"
+        return True, ""
+
+    def version(self) -> str:
+        try:
+            import numba
+
+            return f"numba {numba.__version__}"
+        except ImportError:
+            return "none"
+
+    def build(self, source: str, workdir: Path) -> BuildResult:
+        ok, why = self.available()
+        if not ok:
+            raise CompileError(why)
+        workdir.mkdir(parents=True, exist_ok=True)
+        path = workdir / "kernel_numba.py"
+        path.write_text(source)
+        try:
+            compile(source, str(path), "exec")
+        except SyntaxError as exc:
+            raise CompileError(f"syntax error: {exc}", log=str(exc), repro=f"python -m py_compile {path}") from None
+        return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")

@@ -1,0 +1,10 @@
+"""The contract a backend implements: small ABCs, one module each."""
+
+from kevolve.backend.base import Backend
+from kevolve.backend.classifier import Classifier, RooflineClassifier
+from kevolve.backend.profiler import Profiler, RooflineProfiler
+from kevolve.backend.runner import KernelFn, Runner
+from kevolve.backend.toolchain import BuildResult, Toolchain
+
+__all__ = ["Backend", "BuildResult", "Classifier", "KernelFn", "Profiler", "RooflineClassifier",
+           "RooflineProfiler", "Runner", "Toolchain"]

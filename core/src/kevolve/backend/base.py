@@ -1,0 +1,54 @@
+"""Backend: what serves one or more targets. It hands out the per-target pieces of the pipeline."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+from kevolve.target import MachineFacts, TargetSpec
+
+if TYPE_CHECKING:
+    from kevolve.backend.classifier import Classifier
+    from kevolve.backend.profiler import Profiler
+    from kevolve.backend.runner import Runner
+    from kevolve.backend.toolchain import Toolchain
+    from kevolve.synthesis.recipe import Recipe
+
+
+class Backend(ABC):
+    #: the pip distribution that ships this backend, named in errors
+    distribution: str = ""
+
+    @abstractmethod
+    def usable(self, target: TargetSpec) -> tuple[bool, str]:
+        """Whether candidates for ``target`` can be built and run here, and if not, why and what to do."""
+
+    def facts(self, target: TargetSpec) -> MachineFacts:
+        """Machine facts for the roofline. A backend that measures its machine overrides this."""
+        return target.facts
+
+    @abstractmethod
+    def toolchain(self, target: TargetSpec, language: str) -> "Toolchain":
+        """The toolchain that builds ``language`` sources for ``target``."""
+
+    @abstractmethod
+    def runner(self, target: TargetSpec) -> "Runner":
+        """Loads built kernels and times them. Called inside the isolated worker process."""
+
+    def profiler(self, target: TargetSpec) -> "Profiler":
+        from kevolve.backend.profiler import RooflineProfiler
+
+        return RooflineProfiler()
+
+    def classifier(self, target: TargetSpec) -> "Classifier":
+        from kevolve.backend.classifier import RooflineClassifier
+
+        return RooflineClassifier()
+
+    def recipes(self, target: TargetSpec) -> list["Recipe"]:
+        """Recipes the template synthesizer may use for ``target``."""
+        return []
+
+    def toolchain_version(self, target: TargetSpec) -> str:
+        """Part of every store key, so results never leak across compiler versions."""
+        return ";".join(f"{lang}={self.toolchain(target, lang).version()}" for lang in target.languages)

@@ -1,0 +1,78 @@
+"""Profiler adapter: turns a timed kernel into vendor-neutral metrics (:mod:`kevolve.diagnosis`)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable
+
+from kevolve import diagnosis as d
+from kevolve.target import MachineFacts
+
+
+@dataclass
+class ProfileRequest:
+    """What a profiler gets: the kernel as a thunk on fixed inputs, its measured median, and the problem's
+    roofline counts at the timing shape."""
+
+    run: Callable[[], object]
+    time_s: float
+    flops: float
+    bytes: float
+    dtype: str
+    facts: MachineFacts
+    #: schedule parameters of the candidate (e.g. threads), for profilers that report parallelism from them
+    parameters: dict
+    #: resource usage reported by the toolchain (registers, spills, stack bytes, ...)
+    resources: dict
+
+
+class Profiler(ABC):
+    name: str = ""
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    @abstractmethod
+    def profile(self, request: ProfileRequest) -> d.Metrics:
+        """Metrics for one kernel."""
+
+
+def roofline_metrics(request: ProfileRequest) -> d.Metrics:
+    """Where the kernel sits against the target's roofline, from its time and the problem's counts alone."""
+    facts = request.facts
+    level = facts.level_for(request.bytes, fill=0.5)
+    peak = facts.peak_flops_for(request.dtype)
+    time_s = max(request.time_s, 1e-12)
+    metrics: d.Metrics = {
+        d.TIME_S: request.time_s,
+        d.FLOPS: request.flops,
+        d.BYTES: request.bytes,
+        d.ACHIEVED_FLOPS: request.flops / time_s,
+        d.ACHIEVED_BANDWIDTH: request.bytes / time_s,
+        d.FLOPS_FRACTION: request.flops / time_s / peak,
+        d.BANDWIDTH_FRACTION: request.bytes / time_s / level.bandwidth_bytes_per_s,
+        d.MEMORY_LEVEL: level.name,
+        d.FLOOR_S: roofline_floor(request.flops, request.bytes, request.dtype, facts),
+        d.PARALLEL_UNITS: facts.parallel_units,
+    }
+    for key in (d.SPILL_BYTES, d.REGISTERS, d.OCCUPANCY):
+        if key in request.resources:
+            metrics[key] = request.resources[key]
+    return metrics
+
+
+def roofline_floor(flops: float, nbytes: float, dtype: str, facts: MachineFacts) -> float:
+    """The least time any kernel could take: all bytes at the bandwidth of the level that holds them, or all
+    FLOPs at peak, whichever is slower."""
+    level = facts.level_for(nbytes)
+    return max(nbytes / level.bandwidth_bytes_per_s, flops / facts.peak_flops_for(dtype))
+
+
+class RooflineProfiler(Profiler):
+    """Works everywhere: no counters, only time against the roofline."""
+
+    name = "roofline"
+
+    def profile(self, request: ProfileRequest) -> d.Metrics:
+        return roofline_metrics(request)

@@ -1,0 +1,47 @@
+"""Runner: loads a built kernel inside the worker process and times callables on the device."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Callable, Protocol
+
+import torch
+
+from kevolve.backend.toolchain import BuildResult
+
+
+class KernelFn(Protocol):
+    def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None: ...
+
+
+class Runner(ABC):
+    #: torch device the kernel's inputs and outputs live on
+    device: str = "cpu"
+
+    @abstractmethod
+    def load(self, build: BuildResult) -> KernelFn:
+        """Turn a build into a callable writing into preallocated outputs."""
+
+    def synchronize(self) -> None:
+        """Wait for the device to finish queued work (no-op on the CPU)."""
+
+    def flush_cache(self) -> None:
+        """Evict caches between repetitions where the runner's timing model asks for cold caches."""
+
+    def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
+                         inner: dict[str, int]) -> dict[str, list[float]]:
+        """Seconds per call for each thunk, sampled round-robin so that machine noise (frequency changes,
+        neighbours) hits every contender alike. ``inner[name]`` calls are timed together per sample so that
+        each sample is long enough for the clock."""
+        samples: dict[str, list[float]] = {name: [] for name in thunks}
+        for _ in range(repeats):
+            for name, thunk in thunks.items():
+                self.flush_cache()
+                self.synchronize()
+                start = time.perf_counter()
+                for _ in range(inner[name]):
+                    thunk()
+                self.synchronize()
+                samples[name].append((time.perf_counter() - start) / inner[name])
+        return samples

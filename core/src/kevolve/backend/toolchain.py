@@ -1,0 +1,40 @@
+"""Toolchain: builds one candidate's source into something a runner can load."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class BuildResult:
+    language: str
+    #: what the runner loads: a shared library, a source file, a binary
+    artifact: str
+    #: the exact command that built it, so a person can reproduce it
+    command: str = ""
+    log: str = ""
+    #: resource usage the toolchain can see (registers, spills, stack or shared memory bytes, ...)
+    resources: dict[str, float] = field(default_factory=dict)
+    #: external functions the artifact calls that do computation for it (BLAS, libtorch, ...): grounds to reject
+    foreign_calls: list[str] = field(default_factory=list)
+
+
+class Toolchain(ABC):
+    language: str = ""
+    #: regex -> reason: language-specific ways of handing the work to a library, added to core's list
+    forbidden_patterns: dict[str, str] = {}
+
+    @abstractmethod
+    def version(self) -> str:
+        """The compiler's identity and version; part of store keys."""
+
+    @abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """Whether the compiler is here; if not, the reason and what to install."""
+
+    @abstractmethod
+    def build(self, source: str, workdir: Path) -> BuildResult:
+        """Build ``source`` in ``workdir``. Raises :class:`kevolve.errors.CompileError` with the compiler's
+        output verbatim and the command that reproduces the failure."""

@@ -1,0 +1,89 @@
+"""Correctness checks: poisoned outputs, unmodified inputs, tolerance scaled to dtype and magnitude."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kevolve.problems.problem import Tolerance
+
+_BIT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def poison_value(dtype: torch.dtype, round_: int) -> float | int | bool:
+    """Alternate two poisons so a kernel cannot pass by writing a value that happens to equal one of them: NaN
+    and a huge finite number for floats, two unlikely patterns for integers."""
+    if dtype.is_floating_point:
+        return float("nan") if round_ % 2 == 0 else -3.0e38 if dtype != torch.float16 else -6.0e4
+    if dtype == torch.bool:
+        return round_ % 2 == 0
+    info = torch.iinfo(dtype)
+    return info.min + 7 if round_ % 2 == 0 else info.max - 12345
+
+
+def allocate_poisoned(like: list[torch.Tensor], round_: int, device: str) -> list[torch.Tensor]:
+    outs = []
+    for ref in like:
+        out = torch.empty(ref.shape, dtype=ref.dtype, device=device)
+        out.fill_(poison_value(ref.dtype, round_))
+        outs.append(out)
+    return outs
+
+
+def bits_equal(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise bitwise equality (NaN payloads included)."""
+    view = _BIT_VIEWS[a.element_size()]
+    return a.contiguous().view(view) == b.contiguous().view(view)
+
+
+def changed_inputs(before: list[torch.Tensor], after: list[torch.Tensor], names: list[str]) -> str:
+    for i, (b, a) in enumerate(zip(before, after)):
+        same = bits_equal(b, a)
+        if not bool(same.all()):
+            name = names[i] if i < len(names) else f"#{i}"
+            return f"input {i} ({name}) was modified at {int((~same).sum())} of {a.numel()} positions"
+    return ""
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, poison_round: int) -> dict[str, Any] | None:
+    """None when ``out`` matches ``ref``; otherwise the evidence of the mismatch."""
+    if out.shape != ref.shape or out.dtype != ref.dtype:
+        return {"reason": f"shape/dtype {tuple(out.shape)}/{out.dtype} != expected {tuple(ref.shape)}/{ref.dtype}"}
+    if out.numel() == 0:
+        return None
+    poison = poison_value(ref.dtype, poison_round)
+    if ref.dtype.is_floating_point:
+        o, r = out.double(), ref.double()
+        nan_ok = torch.isnan(o) == torch.isnan(r)
+        inf_ok = (torch.isinf(o) == torch.isinf(r)) & (~torch.isinf(r) | (o == r))
+        finite = torch.isfinite(r) & torch.isfinite(o)
+        scale = float(r[torch.isfinite(r)].abs().square().mean().sqrt()) if bool(torch.isfinite(r).any()) else 1.0
+        bound = tol.atol * max(1.0, scale) + tol.rtol * r.abs()
+        err = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
+        close = ~finite | (err <= bound)
+        ok = nan_ok & inf_ok & close
+        unwritten = torch.isnan(o) if poison != poison else (o == float(poison))
+        unwritten &= ~bits_equal(out, ref)
+        worst = float((err / bound.clamp_min(1e-300)).max())
+    else:
+        ok = out == ref
+        unwritten = (out == poison) & ~ok
+        worst = float("inf") if not bool(ok.all()) else 0.0
+    if bool(ok.all()):
+        return None
+    bad = (~ok).nonzero()
+    first = tuple(int(i) for i in bad[0])
+    evidence = {
+        "mismatched": int((~ok).sum()),
+        "total": ref.numel(),
+        "unwritten": int(unwritten.sum()),
+        "worst_error_over_tolerance": worst,
+        "first_mismatch": {"index": first, "got": out[first].item(), "expected": ref[first].item()},
+    }
+    if evidence["unwritten"]:
+        evidence["reason"] = (f"{evidence['unwritten']} of {ref.numel()} outputs were never written "
+                              f"(they still hold the poison value)")
+    else:
+        evidence["reason"] = f"{evidence['mismatched']} of {ref.numel()} outputs differ from the reference"
+    return evidence

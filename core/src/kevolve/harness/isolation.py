@@ -1,0 +1,142 @@
+"""Run one task in an isolated child process with a wall-clock timeout and a memory cap.
+
+Children come from the zygote (:mod:`kevolve.harness.zygote`). A candidate that hangs, crashes, or grows
+past the memory cap is killed and reported as such; the search carries on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable
+
+from kevolve.harness import evaluation as ev
+from kevolve.harness.zygote import receive, send
+
+
+class Zygote:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "kevolve.harness.zygote"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        self.exits: dict[int, int] = {}
+        self.replies: list[dict] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            message = receive(self.proc.stdout)
+            with self.cond:
+                if message is None:
+                    self.replies.append({"dead": True})
+                elif "exit" in message:
+                    self.exits[message["exit"]] = message["status"]
+                else:
+                    self.replies.append(message)
+                self.cond.notify_all()
+            if message is None:
+                return
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def fork(self, task: dict, log: str) -> int:
+        with self.cond:
+            send(self.proc.stdin, {"task": task, "log": log})
+            if not self.cond.wait_for(lambda: self.replies, timeout=120):
+                raise RuntimeError("the kevolve worker zygote did not answer within 120 s")
+            reply = self.replies.pop(0)
+        if "pid" not in reply:
+            raise RuntimeError("the kevolve worker zygote died; see the messages above")
+        return reply["pid"]
+
+    def exit_status(self, pid: int) -> int | None:
+        with self.cond:
+            return self.exits.pop(pid, None)
+
+
+_zygote: Zygote | None = None
+
+
+def zygote() -> Zygote:
+    global _zygote
+    if _zygote is None or not _zygote.alive():
+        _zygote = Zygote()
+    return _zygote
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _describe_exit(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: int,
+                 on_stage: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    fd, log_path = tempfile.mkstemp(prefix="kevolve-task-", suffix=".jsonl")
+    os.close(fd)
+    z = zygote()
+    started = time.monotonic()
+    pid = z.fork(task, log_path)
+    stage, offset = "start", 0
+    try:
+        while True:
+            with open(log_path) as log:
+                log.seek(offset)
+                for line in log:
+                    if not line.endswith("\n"):
+                        break
+                    offset += len(line)
+                    message = json.loads(line)
+                    if "result" in message:
+                        _kill(pid)
+                        return message["result"]
+                    stage = message["stage"]
+                    on_stage(stage)
+            status = z.exit_status(pid)
+            elapsed = time.monotonic() - started
+            if status is not None:
+                return {"status": ev.CRASH, "stage": stage,
+                        "reason": f"the kernel's process died during {stage}: {_describe_exit(status)}",
+                        "evidence": {"wait_status": status}, "wall_s": elapsed}
+            if elapsed > timeout_s:
+                _kill(pid)
+                return {"status": ev.TIMEOUT, "stage": stage,
+                        "reason": f"no result after {timeout_s:.0f} s (stuck in {stage}); the process was killed",
+                        "evidence": {"timeout_s": timeout_s}, "wall_s": elapsed}
+            rss = _rss_bytes(pid)
+            if rss > memory_limit_bytes:
+                _kill(pid)
+                return {"status": ev.CRASH, "stage": stage,
+                        "reason": f"memory blow-up: {rss / 2**30:.1f} GiB resident exceeds the "
+                                  f"{memory_limit_bytes / 2**30:.1f} GiB cap during {stage}; the process was killed",
+                        "evidence": {"rss_bytes": rss}, "wall_s": elapsed}
+            time.sleep(0.02)
+    finally:
+        os.unlink(log_path)
+
+
+def _kill(pid: int) -> None:
+    """Kill the child and anything it started (it leads its own process group)."""
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,82 @@
+"""The evaluation pipeline for one candidate: scan -> compile -> (isolated) correctness -> timing -> profile
+-> diagnose."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kevolve.diagnosis import Diagnosis
+from kevolve.errors import CompileError
+from kevolve.harness import evaluation as ev
+from kevolve.harness.evaluation import Evaluation
+from kevolve.harness.isolation import run_isolated
+from kevolve.harness.scan import forbidden_uses
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.base import Candidate
+
+
+@dataclass
+class HarnessConfig:
+    timeout_s: float = 120.0
+    memory_limit_bytes: int = 8 * 2**30
+    #: each correctness shape is called this many times with fresh inputs (catches cached results)
+    calls_per_shape: int = 2
+    #: interleaved timing samples per contender
+    repeats: int = 15
+    #: minimum length of one timing sample
+    sample_s: float = 0.002
+    baselines: tuple[str, ...] = ("eager",)
+    #: a median below roofline floor x this is rejected as implausible. The slack covers measured peaks that
+    #: are themselves estimates and caches that beat the level's bandwidth; a kernel that skips its work is
+    #: off by far more.
+    plausibility: float = 0.5
+    time: bool = True
+    workdir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "kevolve-builds"))
+
+    def for_worker(self) -> dict:
+        data = asdict(self)
+        data["baselines"] = list(self.baselines)
+        return data
+
+
+def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
+                       on_stage: Callable[[str], None] = lambda s: None) -> Evaluation:
+    from kevolve.plugins import get_manager, worker_bootstrap
+
+    started = time.perf_counter()
+    registered = get_manager().target(target_name)
+    toolchain = registered.backend.toolchain(registered.spec, candidate.language)
+    problems = forbidden_uses(candidate.source, toolchain.forbidden_patterns)
+    if problems:
+        return Evaluation(ev.REJECTED, "scan", "not a kernel: " + "; ".join(problems), {"findings": problems},
+                          wall_s=time.perf_counter() - started)
+    on_stage("compile")
+    workdir = Path(config.workdir) / registered.spec.name / candidate.source_hash
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        build = toolchain.build(candidate.source, workdir)
+    except CompileError as exc:
+        return Evaluation(ev.COMPILE_ERROR, "compile", str(exc.args[0]), {"log": exc.log, "repro": exc.repro},
+                          build_command=exc.repro, wall_s=time.perf_counter() - started)
+    if build.foreign_calls:
+        return Evaluation(ev.REJECTED, "compile",
+                          "not a kernel: calls external code to compute: " + ", ".join(build.foreign_calls[:8]),
+                          {"foreign_calls": build.foreign_calls}, build_command=build.command,
+                          resources=build.resources, wall_s=time.perf_counter() - started)
+    task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
+            "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters}
+    raw = run_isolated(task, timeout_s=config.timeout_s, memory_limit_bytes=config.memory_limit_bytes,
+                       on_stage=on_stage)
+    return Evaluation(
+        status=raw["status"], stage=raw.get("stage", ""), reason=raw.get("reason", ""),
+        evidence=raw.get("evidence", {}),
+        timings={k: ev.Timing(**v) for k, v in raw.get("timings", {}).items()},
+        speedups={k: ev.Speedup(**v) for k, v in raw.get("speedups", {}).items()},
+        resources=raw.get("resources", build.resources), diagnosis=Diagnosis.from_dict(raw.get("diagnosis")),
+        build_command=build.command, wall_s=time.perf_counter() - started,
+    )

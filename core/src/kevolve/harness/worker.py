@@ -1,0 +1,194 @@
+"""What runs inside the isolated worker process: load, check, time, profile, diagnose one built candidate.
+
+The parent sends a task (plain data) and receives stage markers and one result dict over a pipe. Anything
+the candidate does to this process (hang, crash, memory blow-up) is seen by the parent as such.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kevolve.harness import checks
+from kevolve.harness import evaluation as ev
+
+
+class _TorchCallRecorder(TorchDispatchMode):
+    """Records every ATen op dispatched while a kernel runs: a kernel must not hand its work to PyTorch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+class Rejected(Exception):
+    def __init__(self, status: str, stage: str, reason: str, evidence: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.stage, self.reason, self.evidence = status, stage, reason, evidence or {}
+
+
+def _seed_from_os() -> int:
+    return int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1)
+
+
+def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any], report: Callable[[str], None]) -> None:
+    """Fresh inputs per call, each shape called ``calls_per_shape`` times, outputs poisoned before every call,
+    inputs compared bit for bit afterwards, torch calls during the kernel recorded."""
+    names = list(getattr(getattr(problem, "op", None), "inputs", ()))
+    previous: list[torch.Tensor] | None = None
+    round_ = 0
+    for dims in problem.check_dims():
+        for _ in range(config["calls_per_shape"]):
+            report(f"correctness {dims}")
+            gen = torch.Generator().manual_seed(_seed_from_os())
+            inputs = [t.to(runner.device) for t in problem.make_inputs(dims, gen)]
+            pristine = [t.clone() for t in inputs]
+            expected = [t.to(runner.device) for t in problem.reference([t.clone() for t in inputs])]
+            outputs = checks.allocate_poisoned(expected, round_, runner.device)
+            recorder = _TorchCallRecorder()
+            try:
+                with recorder:
+                    kernel(inputs, outputs)
+                runner.synchronize()
+            except Rejected:
+                raise
+            except Exception as exc:
+                raise Rejected(ev.RUNTIME_ERROR, "correctness", f"kernel raised {type(exc).__name__}: {exc}",
+                               {"traceback": traceback.format_exc(), "dims": dims})
+            if recorder.ops:
+                raise Rejected(ev.REJECTED, "correctness",
+                               f"calls torch to compute ({', '.join(sorted(set(recorder.ops))[:5])})",
+                               {"torch_ops": recorder.ops[:20]})
+            modified = checks.changed_inputs(pristine, inputs, names)
+            if modified:
+                raise Rejected(ev.REJECTED, "correctness", f"modifies its input: {modified}", {"dims": dims})
+            tol = problem.tolerance(problem.dtype)
+            for index, (out, ref) in enumerate(zip(outputs, expected)):
+                bad = checks.compare(out, ref, tol, round_)
+                if bad is None:
+                    continue
+                stale = previous is not None and index < len(previous) and previous[index].shape == out.shape \
+                    and bool(checks.bits_equal(out, previous[index]).all())
+                reason = ("returns a stale result: output equals the previous call's output, not this call's"
+                          if stale else f"output {index}: {bad['reason']}")
+                raise Rejected(ev.WRONG, "correctness", reason, {**bad, "dims": dims, "output": index})
+            previous = [o.clone() for o in outputs]
+            round_ += 1
+
+
+def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
+    """How many calls make one timed sample at least ``sample_s`` long (after a warm-up call)."""
+    thunk()
+    runner.synchronize()
+    start = time.perf_counter()
+    thunk()
+    runner.synchronize()
+    once = max(time.perf_counter() - start, 1e-7)
+    return max(1, min(10_000, math.ceil(sample_s / once)))
+
+
+def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any]) -> tuple[dict, dict, Callable, list]:
+    dims = problem.dims
+    gen = torch.Generator().manual_seed(_seed_from_os())
+    inputs = [t.to(runner.device) for t in problem.make_inputs(dims, gen)]
+    expected = [t.to(runner.device) for t in problem.reference(inputs)]
+    outputs = checks.allocate_poisoned(expected, 0, runner.device)
+    specs = [(o.shape, o.dtype) for o in expected]
+
+    def run_kernel() -> None:
+        # output allocation is timed too, as in eager: both then pay the same allocator and page faults
+        kernel(inputs, [torch.empty(shape, dtype=dtype, device=runner.device) for shape, dtype in specs])
+
+    thunks: dict[str, Callable] = {"kernel": run_kernel, "eager": lambda: problem.reference(inputs)}
+    if "compile" in config["baselines"]:
+        compiled = torch.compile(lambda *xs: problem.reference(list(xs)))
+        thunks["compile"] = lambda: compiled(*inputs)
+    inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items()}
+    samples = runner.time_interleaved(thunks, repeats=config["repeats"], inner=inner)
+    timings = {name: ev.Timing.of(s) for name, s in samples.items()}
+    speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
+    return timings, speedups, thunks["kernel"], [inputs, outputs]
+
+
+def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
+    from kevolve.backend.profiler import ProfileRequest, roofline_floor
+    from kevolve.backend.toolchain import BuildResult
+    from kevolve.plugins import build_manager
+    from kevolve.problems.problem import dtype_name, problem_from_spec
+
+    started = time.perf_counter()
+    for entry in task["bootstrap"]["sys_path"]:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    import kevolve.plugins as plugins
+
+    manager = build_manager(task["bootstrap"]["modules"])
+    plugins.get_manager.cache_clear()
+    plugins.get_manager = lambda: manager  # problems rebuilt from specs must see the same plugins
+    registered = manager.target(task["target"])
+    backend, spec = registered.backend, registered.spec
+    problem = problem_from_spec(task["problem"])
+    runner = backend.runner(spec)
+    build = BuildResult(**task["build"])
+    config = task["config"]
+    result: dict[str, Any] = {"resources": build.resources}
+    try:
+        report("load")
+        try:
+            kernel = runner.load(build)
+        except Exception as exc:
+            raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
+                           {"traceback": traceback.format_exc()})
+        check_correctness(problem, kernel, runner, config, report)
+        if not config["time"]:
+            return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
+        report("timing")
+        timings, speedups, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config)
+        facts = backend.facts(spec)
+        inputs, outputs = keep_alive
+        nbytes = problem.bytes_moved(problem.dims, inputs, outputs)
+        dtype = dtype_name(problem.dtype)
+        floor = roofline_floor(problem.flops(problem.dims), nbytes, dtype, facts)
+        result.update(timings={k: vars(v) for k, v in timings.items()},
+                      speedups={k: vars(v) for k, v in speedups.items()})
+        if timings["kernel"].median < floor * config["plausibility"]:
+            raise Rejected(ev.REJECTED, "timing",
+                           f"implausible: {timings['kernel'].median * 1e6:.2f} us is faster than the roofline floor "
+                           f"{floor * 1e6:.2f} us for this problem on {spec.name}",
+                           {"floor_s": floor, "median_s": timings["kernel"].median})
+        report("profile")
+        request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
+                                 bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
+                                 resources=build.resources)
+        profiler = backend.profiler(spec)
+        metrics = profiler.profile(request)
+        diagnosis = backend.classifier(spec).classify(metrics, facts, profiler.name)
+        result.update(status=ev.OK, stage="done", diagnosis=diagnosis.to_dict())
+    except Rejected as rej:
+        result.update(status=rej.status, stage=rej.stage, reason=rej.reason, evidence=_plain(rej.evidence))
+    result["wall_s"] = time.perf_counter() - started
+    return result
+
+
+def _plain(value: Any) -> Any:
+    """Evidence must cross a pipe and land in JSON: keep it to plain data."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)

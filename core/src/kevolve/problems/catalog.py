@@ -1,0 +1,165 @@
+"""The problem catalog: named ops with a reference, an input generator, shapes, and a roofline model.
+
+Ops are registered through the same hook as third-party ones (``kevolve_register_ops``); core's own ops live
+in :mod:`kevolve.problems.ops` and are registered by core's built-in plugin.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+
+from kevolve.errors import ProblemError, UnknownOpError
+from kevolve.problems.problem import DTYPES, Dims, Problem, Tolerance, canonical_dtype, dtype_name
+
+InputMaker = Callable[[Dims, torch.dtype, torch.Generator, dict[str, Any]], list[torch.Tensor]]
+Reference = Callable[[list[torch.Tensor], dict[str, Any]], list[torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """A catalog op. ``dims`` is the default timing shape; ``check_dims`` are small, awkward shapes that catch
+    off-by-one and tail handling, checked in addition to the timing shape."""
+
+    name: str
+    family: str
+    description: str
+    inputs: tuple[str, ...]
+    dims: Dims
+    check_dims: tuple[Dims, ...]
+    make_inputs: InputMaker
+    reference: Reference
+    dtypes: tuple[str, ...] = ("float32", "bfloat16")
+    attrs: dict[str, Any] = field(default_factory=dict)
+    flops: Callable[[Dims, dict[str, Any]], float] = lambda dims, attrs: 0.0
+    bytes_moved: Callable[[Dims, list[torch.Tensor], list[torch.Tensor]], float] | None = None
+    #: multiplies the dtype's base tolerance (e.g. long reductions accumulate more rounding)
+    tolerance_scale: Callable[[Dims], float] = lambda dims: 1.0
+    aliases: tuple[str, ...] = ()
+    #: host-side output shapes for ops whose output size depends on input values (default: meta tracing)
+    output_specs: Callable[[list[torch.Tensor], dict[str, Any]], list[tuple[tuple[int, ...], torch.dtype]]] | None = None
+
+
+class OpRegistry:
+    """Name -> OpDef, with aliases. Handed to the ``kevolve_register_ops`` hook."""
+
+    def __init__(self) -> None:
+        self._ops: dict[str, OpDef] = {}
+        self._aliases: dict[str, str] = {}
+
+    def add(self, op: OpDef) -> None:
+        if op.name in self._ops:
+            raise ProblemError(f"op {op.name!r} is registered twice")
+        self._ops[op.name] = op
+        for alias in op.aliases:
+            self._aliases[alias] = op.name
+
+    def get(self, name: str) -> OpDef:
+        key = self._aliases.get(name, name)
+        if key not in self._ops:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(self._ops) + list(self._aliases), n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise UnknownOpError(
+                f"unknown op {name!r}.{hint} `kevolve ops` lists the catalog; a PyTorch module can be given as a "
+                "KernelBench-format file (PROBLEM.py with class Model, get_inputs, get_init_inputs)."
+            )
+        return self._ops[key]
+
+    def names(self) -> list[str]:
+        return sorted(self._ops)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._ops or name in self._aliases
+
+
+class CatalogProblem(Problem):
+    def __init__(self, op: OpDef, dims: Dims | None = None, dtype: str | None = None,
+                 attrs: dict[str, Any] | None = None) -> None:
+        self.op = op
+        self.name = op.name
+        self.family = op.family
+        unknown = set(dims or {}) - set(op.dims)
+        if unknown:
+            raise ProblemError(f"{op.name} has dims {sorted(op.dims)}; got unknown {sorted(unknown)}")
+        self._dims = {**op.dims, **(dims or {})}
+        bad = {k: v for k, v in self._dims.items() if not isinstance(v, int) or v <= 0}
+        if bad:
+            raise ProblemError(f"{op.name}: dims must be positive integers, got {bad}")
+        dtype = canonical_dtype(dtype or op.dtypes[0])
+        if dtype not in op.dtypes:
+            raise ProblemError(f"{op.name} supports dtypes {', '.join(op.dtypes)}; got {dtype}")
+        self._dtype = DTYPES[dtype]
+        unknown_attrs = set(attrs or {}) - set(op.attrs)
+        if unknown_attrs:
+            raise ProblemError(f"{op.name} has attributes {sorted(op.attrs)}; got unknown {sorted(unknown_attrs)}")
+        self._attrs = {**op.attrs, **(attrs or {})}
+
+    @property
+    def dims(self) -> Dims:
+        return dict(self._dims)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return dict(self._attrs)
+
+    def check_dims(self) -> list[Dims]:
+        checks = [{**self._dims, **d} for d in self.op.check_dims]
+        return checks + [self.dims]
+
+    def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
+        return self.op.make_inputs(dims, self._dtype, gen, self._attrs)
+
+    def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return self.op.reference(inputs, self._attrs)
+
+    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        if self.op.output_specs is not None:
+            return self.op.output_specs(inputs, self._attrs)
+        return super().output_specs(inputs)
+
+    def flops(self, dims: Dims) -> float:
+        return float(self.op.flops(dims, self._attrs))
+
+    def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+        if self.op.bytes_moved is not None:
+            return float(self.op.bytes_moved(dims, inputs, outputs))
+        return super().bytes_moved(dims, inputs, outputs)
+
+    def tolerance(self, dtype: torch.dtype) -> Tolerance:
+        return Tolerance.for_dtype(dtype, self.op.tolerance_scale(self._dims))
+
+    def reference_source(self) -> str:
+        try:
+            return inspect.getsource(self.op.reference)
+        except (OSError, TypeError):
+            return ""
+
+    def to_spec(self) -> dict[str, Any]:
+        return {"kind": "catalog", "op": self.op.name, "dims": self.dims, "dtype": dtype_name(self._dtype),
+                "attrs": self.attrs}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> "CatalogProblem":
+        from kevolve.plugins import get_manager
+
+        return cls(get_manager().ops.get(spec["op"]), spec.get("dims"), spec.get("dtype"), spec.get("attrs"))
+
+
+def parse_dims(items: Sequence[str]) -> Dims:
+    """``["rows=4096", "cols=1024"]`` -> dims, with an error that shows the expected form."""
+    dims: Dims = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise ProblemError(f"bad shape {item!r}: write NAME=INT, e.g. rows=4096")
+        dims[name.strip()] = int(value)
+    return dims

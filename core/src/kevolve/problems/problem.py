@@ -1,0 +1,156 @@
+"""Problems: what to optimize, with everything the harness needs to judge a kernel for it.
+
+A problem knows its reference, how to draw fresh inputs at several shapes, its tolerance policy and its FLOP
+and byte counts (the roofline floor). It also serialises to a small spec so an isolated worker process can
+rebuild it: problems cross process boundaries by description, never by pickled closures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+Dims = dict[str, int]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float64": torch.float64,
+    "int64": torch.int64,
+    "int32": torch.int32,
+}
+DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16",
+                 "fp64": "float64", "double": "float64", "float": "float32"}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    for name, value in DTYPES.items():
+        if value == dtype:
+            return name
+    return str(dtype).removeprefix("torch.")
+
+
+def canonical_dtype(name: str) -> str:
+    name = DTYPE_ALIASES.get(name.lower(), name.lower())
+    if name not in DTYPES:
+        from kevolve.errors import ProblemError
+
+        raise ProblemError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)}")
+    return name
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Tolerance policy: |out - ref| <= atol + rtol * |ref|, where atol is scaled by the reference's magnitude
+    (max |ref| over finite values, at least 1) so large-valued outputs are not judged by a tiny absolute bound
+    and tiny ones not by a loose one."""
+
+    rtol: float
+    atol: float
+
+    @staticmethod
+    def for_dtype(dtype: torch.dtype, scale: float = 1.0) -> "Tolerance":
+        base = {
+            torch.float64: (1e-9, 1e-9),
+            torch.float32: (1e-4, 1e-5),
+            torch.float16: (2e-3, 1e-3),
+            torch.bfloat16: (1.6e-2, 8e-3),
+        }.get(dtype, (0.0, 0.0))
+        return Tolerance(rtol=base[0] * scale, atol=base[1] * scale)
+
+
+class Problem(ABC):
+    """What the harness and synthesizers need to know about one problem instance."""
+
+    #: op family, used to pick recipes and retrieve knowledge ("pointwise", "row_norm", ..., "custom")
+    family: str = "custom"
+    #: short name for display and store keys
+    name: str = "problem"
+
+    @property
+    @abstractmethod
+    def dims(self) -> Dims:
+        """The timing shape: the production-like size the speedup is measured at."""
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return torch.float32
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return {}
+
+    def check_dims(self) -> list[Dims]:
+        """Shapes for correctness checks: at least two, including awkward sizes and the timing shape."""
+        return [self.dims]
+
+    @abstractmethod
+    def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
+        """Fresh random inputs; every call draws new values from ``gen``."""
+
+    @abstractmethod
+    def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The PyTorch reference: the truth a kernel is judged by, and the eager baseline it is timed against."""
+
+    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Shapes and dtypes of the outputs for these inputs, computed on the host without running the op:
+        by default the reference is traced on meta tensors. Ops whose output size depends on input values
+        override this."""
+        meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in inputs]
+        return [(tuple(o.shape), o.dtype) for o in self.reference(meta)]
+
+    def flops(self, dims: Dims) -> float:
+        return 0.0
+
+    def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+        """Minimum bytes a kernel must move: by default every input read once and every output written once."""
+        return float(sum(t.numel() * t.element_size() for t in [*inputs, *outputs]))
+
+    def tolerance(self, dtype: torch.dtype) -> Tolerance:
+        return Tolerance.for_dtype(dtype)
+
+    def reference_source(self) -> str:
+        """Source of the reference, shown to synthesizers that write free-form code."""
+        return ""
+
+    @abstractmethod
+    def to_spec(self) -> dict[str, Any]:
+        """A JSON-serialisable description from which :func:`problem_from_spec` rebuilds this problem."""
+
+    def key(self) -> str:
+        """Store key: op signature + shapes + dtypes. Two problems with the same key are the same work."""
+        spec = json.dumps(self.to_spec(), sort_keys=True, default=str)
+        digest = hashlib.sha256(spec.encode()).hexdigest()[:16]
+        return f"{self.name}:{dtype_name(self.dtype)}:{_dims_text(self.dims)}:{digest}"
+
+    def describe(self) -> str:
+        return f"{self.name} {_dims_text(self.dims)} {dtype_name(self.dtype)}"
+
+
+def _dims_text(dims: Dims) -> str:
+    return "x".join(f"{k}={v}" for k, v in dims.items())
+
+
+def problem_from_spec(spec: dict[str, Any]) -> Problem:
+    kind = spec.get("kind")
+    if kind == "catalog":
+        from kevolve.problems.catalog import CatalogProblem
+
+        return CatalogProblem.from_spec(spec)
+    if kind == "kernelbench":
+        from kevolve.problems.kernelbench import KernelBenchProblem
+
+        return KernelBenchProblem.from_spec(spec)
+    if kind == "callable":
+        from kevolve.problems.callable import CallableProblem
+
+        return CallableProblem.from_spec(spec)
+    from kevolve.errors import ProblemError
+
+    raise ProblemError(f"unknown problem kind {kind!r} in spec {spec!r}")

@@ -1,0 +1,82 @@
+"""The synthesis interface shared by the template synthesizer and LLM synthesizers: propose(context)."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kevolve.diagnosis import Diagnosis
+from kevolve.knowledge import Passage
+from kevolve.problems.problem import Problem
+from kevolve.target import MachineFacts, TargetSpec
+
+if TYPE_CHECKING:
+    from kevolve.synthesis.recipe import Recipe
+
+INHERIT, SIBLINGS, COMBINE, RESTART, SEED = "inherit", "siblings", "combine", "restart", "seed"
+MEMORY_OPERATORS = (INHERIT, SIBLINGS, COMBINE, RESTART)
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:20]
+
+
+@dataclass
+class Candidate:
+    source: str
+    language: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    recipe: str = ""
+    synthesizer: str = ""
+    #: why it was proposed, in words (e.g. "threads 1 -> 2 after occupancy-limited")
+    note: str = ""
+
+    @property
+    def source_hash(self) -> str:
+        return source_hash(self.source)
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One evaluated node as a synthesizer sees it."""
+
+    node_id: int
+    recipe: str
+    language: str
+    parameters: dict[str, Any]
+    fitness: float
+    status: str
+    diagnosis: Diagnosis | None
+    source: str = ""
+
+
+@dataclass
+class Context:
+    problem: Problem
+    target: TargetSpec
+    facts: MachineFacts
+    memory_op: str
+    rng: random.Random
+    n: int = 1
+    knowledge: list[Passage] = field(default_factory=list)
+    hints: dict[str, Any] = field(default_factory=dict)
+    #: the history the node's memory operator selected (parent trajectory, siblings, both, or none)
+    history: list[HistoryItem] = field(default_factory=list)
+    parent: HistoryItem | None = None
+    diagnosis: Diagnosis | None = None
+    #: the best node of the whole tree, for crossover ("combine")
+    best: HistoryItem | None = None
+    recipes: list["Recipe"] = field(default_factory=list)
+    #: parameters that won on the nearest solved problems in the store
+    seeds: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+class Synthesizer(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def propose(self, context: Context) -> list[Candidate]:
+        """Up to ``context.n`` candidates. May return fewer (e.g. nothing new left to try)."""

@@ -1,0 +1,27 @@
+"""Recipes: per op family and language, turn (problem, schedule parameters) into kernel source."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.schedule import ScheduleSpace
+from kevolve.target import MachineFacts
+
+
+class Recipe(ABC):
+    name: str = ""
+    language: str = ""
+    families: tuple[str, ...] = ()
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family in self.families
+
+    @abstractmethod
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        """The knobs for this problem on a machine with these facts."""
+
+    @abstractmethod
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        """Kernel source in ``self.language`` following the kernel file contract of the backend."""
