@@ -1,0 +1,25 @@
+"""kevolve: find fast, correct compute kernels for any hardware by search.
+
+    import kevolve
+    result = kevolve.optimize("softmax", target="cpu", budget=20)
+    print(result.summary())
+    softmax = result.as_torch_op()
+"""
+
+from kevolve.api import EvaluateResult, TargetStatus, evaluate, optimize, resume, targets
+from kevolve.errors import KevolveError
+from kevolve.problems.problem import Problem
+from kevolve.result import OptimizeResult
+
+__version__ = "0.1.0"
+
+
+def problem_from_callable(fn, example_inputs, name: str | None = None) -> Problem:
+    """A problem from an importable PyTorch function and example inputs (fresh values are drawn like them)."""
+    from kevolve.problems.callable import CallableProblem
+
+    return CallableProblem.create(fn, list(example_inputs), name)
+
+
+__all__ = ["EvaluateResult", "KevolveError", "OptimizeResult", "Problem", "TargetStatus", "evaluate", "optimize",
+           "problem_from_callable", "resume", "targets"]

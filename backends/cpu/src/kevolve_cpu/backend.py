@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
 from kevolve.backend.base import Backend
 from kevolve.backend.classifier import Classifier, RooflineClassifier
@@ -55,6 +56,11 @@ class CpuBackend(Backend):
 
     def classifier(self, target: TargetSpec) -> Classifier:
         return RooflineClassifier()
+
+    def write_standalone(self, target: TargetSpec, source: str, language: str, directory: Path) -> list[str]:
+        from kevolve_cpu.standalone import write_standalone
+
+        return write_standalone(source, language, directory)
 
     def recipes(self, target: TargetSpec) -> list[Recipe]:
         from kevolve_cpu.recipes import all_recipes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kevolve.target import MachineFacts, TargetSpec
@@ -48,6 +49,11 @@ class Backend(ABC):
     def recipes(self, target: TargetSpec) -> list["Recipe"]:
         """Recipes the template synthesizer may use for ``target``."""
         return []
+
+    def write_standalone(self, target: TargetSpec, source: str, language: str, directory: Path) -> list[str]:
+        """Write a standalone module for a kernel into ``directory`` (source, support files, a loader that
+        needs no kevolve); returns the files written. Backends that cannot export raise NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot export standalone modules")
 
     def toolchain_version(self, target: TargetSpec) -> str:
         """Part of every store key, so results never leak across compiler versions."""

@@ -47,31 +47,36 @@ def changed_inputs(before: list[torch.Tensor], after: list[torch.Tensor], names:
 
 
 def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, poison_round: int) -> dict[str, Any] | None:
-    """None when ``out`` matches ``ref``; otherwise the evidence of the mismatch."""
+    """None when ``out`` matches ``ref``; otherwise the evidence of the mismatch.
+
+    Floats: where the reference is finite, |out - ref| <= atol * max(1, rms(ref)) + rtol * |ref| and out is
+    finite; where it is NaN or +-inf, out must be the same special value.
+    """
     if out.shape != ref.shape or out.dtype != ref.dtype:
         return {"reason": f"shape/dtype {tuple(out.shape)}/{out.dtype} != expected {tuple(ref.shape)}/{ref.dtype}"}
     if out.numel() == 0:
         return None
     poison = poison_value(ref.dtype, poison_round)
     if ref.dtype.is_floating_point:
-        o, r = out.double(), ref.double()
-        nan_ok = torch.isnan(o) == torch.isnan(r)
-        inf_ok = (torch.isinf(o) == torch.isinf(r)) & (~torch.isinf(r) | (o == r))
-        finite = torch.isfinite(r) & torch.isfinite(o)
-        scale = float(r[torch.isfinite(r)].abs().square().mean().sqrt()) if bool(torch.isfinite(r).any()) else 1.0
-        bound = tol.atol * max(1.0, scale) + tol.rtol * r.abs()
-        err = torch.where(finite, (o - r).abs(), torch.zeros_like(o))
-        close = ~finite | (err <= bound)
-        ok = nan_ok & inf_ok & close
-        unwritten = torch.isnan(o) if poison != poison else (o == float(poison))
-        unwritten &= ~bits_equal(out, ref)
-        worst = float((err / bound.clamp_min(1e-300)).max())
+        o, r = (out, ref) if ref.dtype in (torch.float32, torch.float64) else (out.float(), ref.float())
+        finite = torch.isfinite(r)
+        finite_values = torch.where(finite, r, torch.zeros((), dtype=r.dtype))
+        rms = float(torch.linalg.vector_norm(finite_values, dtype=torch.float64)) / max(1, int(finite.sum())) ** 0.5
+        bound = tol.atol * max(1.0, rms) + tol.rtol * r.abs()
+        err = (o - r).abs()
+        same_special = (o == r) | (torch.isnan(o) & torch.isnan(r))
+        ok = torch.where(finite, (err <= bound) & torch.isfinite(o), same_special)
+        if bool(ok.all()):
+            return None
+        unwritten = (torch.isnan(o) if poison != poison else (o == float(poison))) & ~ok
+        ratio = torch.where(finite & torch.isfinite(o), err / bound.clamp_min(1e-30), torch.full_like(err, float("inf")))
+        worst = float(ratio.max())
     else:
         ok = out == ref
+        if bool(ok.all()):
+            return None
         unwritten = (out == poison) & ~ok
-        worst = float("inf") if not bool(ok.all()) else 0.0
-    if bool(ok.all()):
-        return None
+        worst = float("inf")
     bad = (~ok).nonzero()
     first = tuple(int(i) for i in bad[0])
     evidence = {

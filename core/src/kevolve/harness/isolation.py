@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 
 from kevolve.harness import evaluation as ev
-from kevolve.harness.zygote import receive, send
+from kevolve.harness.protocol import receive, send
 
 
 class Zygote:
@@ -93,8 +93,8 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
     fd, log_path = tempfile.mkstemp(prefix="kevolve-task-", suffix=".jsonl")
     os.close(fd)
     z = zygote()
-    started = time.monotonic()
     pid = z.fork(task, log_path)
+    started = time.monotonic()  # the zygote's own start-up is not the candidate's time
     stage, offset = "start", 0
     try:
         while True:

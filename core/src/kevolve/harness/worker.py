@@ -20,15 +20,23 @@ from kevolve.harness import checks
 from kevolve.harness import evaluation as ev
 
 
+#: ATen ops that only make another view of the same memory: a runner handing a kernel raw buffers (e.g.
+#: ``tensor.numpy()``) dispatches these, and they compute nothing
+_VIEW_OPS = {"aten.detach.default", "aten.alias.default", "aten.view.default", "aten.as_strided.default",
+             "aten._reshape_alias.default"}
+
+
 class _TorchCallRecorder(TorchDispatchMode):
-    """Records every ATen op dispatched while a kernel runs: a kernel must not hand its work to PyTorch."""
+    """Records every computing ATen op dispatched while a kernel runs: a kernel must not hand its work to
+    PyTorch."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
+        if str(func) not in _VIEW_OPS:
+            self.ops.append(str(func))
         return func(*args, **(kwargs or {}))
 
 

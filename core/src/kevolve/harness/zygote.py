@@ -15,29 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
-import struct
 import sys
 import threading
 
+import torch._dynamo  # noqa: F401  (imported lazily by dispatch modes otherwise: seconds in every child)
+
 import kevolve.harness.worker as worker
-
-_lock = threading.Lock()
-
-
-def send(stream, message: dict) -> None:
-    data = pickle.dumps(message)
-    with _lock:
-        stream.write(struct.pack("<Q", len(data)) + data)
-        stream.flush()
-
-
-def receive(stream) -> dict | None:
-    header = stream.read(8)
-    if len(header) < 8:
-        return None
-    (size,) = struct.unpack("<Q", header)
-    return pickle.loads(stream.read(size))
+from kevolve.harness.protocol import receive, send
 
 
 def _child(task: dict, log_path: str) -> None:

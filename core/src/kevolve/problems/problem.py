@@ -98,6 +98,11 @@ class Problem(ABC):
     def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         """The PyTorch reference: the truth a kernel is judged by, and the eager baseline it is timed against."""
 
+    def extra_inputs(self) -> list[torch.Tensor]:
+        """Constant tensors appended to the caller's inputs (e.g. a module's weights), already part of what
+        ``make_inputs`` returns."""
+        return []
+
     def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of the outputs for these inputs, computed on the host without running the op:
         by default the reference is traced on meta tensors. Ops whose output size depends on input values

@@ -44,14 +44,19 @@ class ScheduleSpace:
         return self.default()
 
     def prefer(self, hints: dict[str, Any]) -> dict[str, Any]:
-        """The default, moved to the first legal hinted value of each knob a docs pack gives a hint for."""
+        """The default, moved to the first legal hinted value of each knob a docs pack gives a hint for. Hints
+        are applied one at a time, each kept only if the point stays valid, so one conflicting hint does not
+        cancel the others."""
         params = self.default()
         for name, values in hints.items():
-            if name in self._by_name:
-                legal = [v for v in (values if isinstance(values, list) else [values]) if v in self._by_name[name].choices]
-                if legal:
-                    params[name] = legal[0]
-        return params if self.valid(params) else self.default()
+            if name not in self._by_name:
+                continue
+            for value in values if isinstance(values, list) else [values]:
+                moved = {**params, name: value}
+                if value in self._by_name[name].choices and self.valid(moved):
+                    params = moved
+                    break
+        return params
 
     def step(self, params: dict[str, Any], name: str, direction: int) -> dict[str, Any] | None:
         param = self._by_name[name]

@@ -1,0 +1,284 @@
+"""The public entry points: optimize, resume, evaluate, targets, and loading a kernel as a torch op."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from kevolve.errors import KernelFileError, KevolveError, TargetUnusableError
+from kevolve.harness.evaluation import Evaluation
+from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
+from kevolve.paths import default_store_path
+from kevolve.plugins import get_manager
+from kevolve.problems.problem import Problem
+from kevolve.registry import RegisteredTarget
+from kevolve.result import OptimizeResult
+from kevolve.search.loop import Budget, Progress, Search
+from kevolve.search.strategy import STRATEGIES
+from kevolve.store import NodeRecord, Store
+from kevolve.synthesis.base import Candidate
+
+ProblemLike = Any  # a catalog op name, a KernelBench file path, or a Problem
+
+
+def resolve_problem(op: ProblemLike, dims: dict[str, int] | None = None, dtype: str | None = None,
+                    attrs: dict[str, Any] | None = None) -> Problem:
+    if isinstance(op, Problem):
+        return op
+    if isinstance(op, (str, os.PathLike)) and (str(op).endswith(".py") or os.path.sep in str(op)):
+        from kevolve.problems.kernelbench import KernelBenchProblem
+
+        return KernelBenchProblem(Path(op))
+    if isinstance(op, str):
+        from kevolve.problems.catalog import CatalogProblem
+
+        return CatalogProblem(get_manager().ops.get(op), dims, dtype, attrs)
+    raise KevolveError(f"cannot make a problem from {op!r}: give a catalog op name, a KernelBench .py file, or a "
+                       "kevolve Problem (e.g. kevolve.problem_from_callable(fn, example_inputs))")
+
+
+def usable_target(name: str) -> RegisteredTarget:
+    registered = get_manager().target(name)
+    ok, why = registered.backend.usable(registered.spec)
+    if not ok:
+        raise TargetUnusableError(f"target {registered.spec.name} is installed but not usable here: {why}")
+    return registered
+
+
+def _open_store(store: str | Path | Store | None) -> Store:
+    if isinstance(store, Store):
+        return store
+    return Store(store or os.environ.get("KEVOLVE_STORE") or default_store_path())
+
+
+def _result(store: Store, problem: Problem, target: str, session_id: str, from_store: bool) -> OptimizeResult:
+    session = store.session(session_id)
+    nodes = store.nodes(session_id)
+    searched = [n for n in nodes if n.memory_op != "final"]
+    final = next((n for n in reversed(nodes) if n.memory_op == "final"), None)
+    best = max((n for n in searched if n.evaluation.fitness > 0), key=lambda n: n.evaluation.fitness, default=None)
+    return OptimizeResult(problem=problem, target=target, session=session_id, best=best, nodes=searched,
+                          stop_reason=session.stop_reason, from_store=from_store, final=final)
+
+
+def _shape_distance(a: dict[str, Any], b: dict[str, Any]) -> float:
+    dims_a, dims_b = a.get("dims", {}), b.get("dims", {})
+    distance = sum(abs(math.log2(max(dims_a.get(k, 1), 1)) - math.log2(max(dims_b.get(k, 1), 1)))
+                   for k in set(dims_a) | set(dims_b))
+    return distance + (0 if a.get("dtype") == b.get("dtype") else 4)
+
+
+def _neighbour_seeds(store: Store, problem: Problem, target: str, toolchain: str) -> list[tuple[str, dict]]:
+    """Parameters that won on the nearest solved problems (same op, other shapes or dtypes)."""
+    spec = problem.to_spec()
+    found = store.neighbours(problem.name, problem.key(), target, toolchain)
+    found.sort(key=lambda item: _shape_distance(spec, item[0]))
+    seeds, seen = [], set()
+    for _, node in found:
+        marker = (node.recipe, tuple(sorted(node.parameters.items())))
+        if marker not in seen:
+            seen.add(marker)
+            seeds.append((node.recipe, node.parameters))
+    return seeds[:3]
+
+
+def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int = 0,
+             store: str | Path | Store | None = None, *, dims: dict[str, int] | None = None, dtype: str | None = None,
+             attrs: dict[str, Any] | None = None, time_budget_s: float | None = None,
+             target_speedup: float | None = None, search: str = "mcts", synthesizer: str = "template",
+             again: bool = False, baselines: Sequence[str] = ("eager",), batch: int = 2, stall: int = 12,
+             harness: HarnessConfig | None = None, progress: Progress | None = None) -> OptimizeResult:
+    """Search for a fast, correct kernel for ``op`` on ``target``.
+
+    A problem already solved on this target and toolchain returns the stored best at once unless ``again``.
+    ``budget`` counts evaluated candidates; the search also stops at ``time_budget_s``, at ``target_speedup``
+    over eager, or when it stalls twice. The best kernel is re-timed at the end against ``baselines``
+    ("eager", "compile").
+    """
+    if search not in STRATEGIES:
+        raise KevolveError(f"unknown search {search!r}; choose one of {', '.join(STRATEGIES)}")
+    unknown = set(baselines) - {"eager", "compile"}
+    if unknown:
+        raise KevolveError(f"unknown baselines {sorted(unknown)}; choose from eager, compile")
+    registered = usable_target(target)
+    problem = resolve_problem(op, dims, dtype, attrs)
+    st = _open_store(store)
+    toolchain = registered.backend.toolchain_version(registered.spec)
+    name = registered.spec.name
+    if not again:
+        hit = st.best_for(problem.key(), name, toolchain)
+        if hit is not None:
+            return _result(st, problem, name, hit[0].id, from_store=True)
+    config = {"budget": budget, "time_budget_s": time_budget_s, "target_speedup": target_speedup, "search": search,
+              "synthesizer": synthesizer, "baselines": list(baselines), "batch": batch, "stall": stall}
+    session_id = st.create_session(problem_key=problem.key(), problem_name=problem.name, family=problem.family,
+                                   problem_spec=problem.to_spec(), target=name, toolchain=toolchain, seed=seed,
+                                   config=config)
+    seeds = _neighbour_seeds(st, problem, name, toolchain)
+    return _run(st, problem, registered, session_id, seed, config, [], harness or HarnessConfig(), progress, seeds)
+
+
+def resume(session_id: str, store: str | Path | Store | None = None, *, budget: int | None = None,
+           harness: HarnessConfig | None = None, progress: Progress | None = None) -> OptimizeResult:
+    """Continue a session that was interrupted (or extend a finished one with a larger ``budget``)."""
+    from kevolve.problems.problem import problem_from_spec
+
+    st = _open_store(store)
+    session = st.session(session_id)
+    registered = usable_target(session.target)
+    toolchain = registered.backend.toolchain_version(registered.spec)
+    if toolchain != session.toolchain:
+        raise KevolveError(f"session {session.id} was run with toolchain {session.toolchain!r}, this machine has "
+                           f"{toolchain!r}; its timings do not carry over. Start a new session instead.")
+    problem = problem_from_spec(session.problem_spec)
+    config = dict(session.config)
+    if budget is not None:
+        config["budget"] = budget
+    records = [n for n in st.nodes(session.id) if n.memory_op != "final"]
+    return _run(st, problem, registered, session.id, session.seed, config, records, harness or HarnessConfig(),
+                progress, [])
+
+
+def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: str, seed: int,
+         config: dict[str, Any], records: list[NodeRecord], harness: HarnessConfig, progress: Progress | None,
+         seeds: list[tuple[str, dict]]) -> OptimizeResult:
+    manager = get_manager()
+    budget = Budget(candidates=config["budget"], time_s=config["time_budget_s"],
+                    target_speedup=config["target_speedup"], batch=config["batch"], stall=config["stall"])
+    search = Search(problem=problem, target=registered, synthesizer=manager.synthesizers.create(config["synthesizer"]),
+                    strategy=STRATEGIES[config["search"]](), budget=budget, harness=harness, store=st,
+                    session_id=session_id, seed=seed, docs=manager.docs, seeds=seeds,
+                    progress=progress or (lambda event: None))
+    search.replay(records)
+    try:
+        reason = search.run()
+    except KeyboardInterrupt:
+        st.finish_session(session_id, "interrupted", "interrupted; `kevolve optimize --resume "
+                                                     f"{session_id}` continues it")
+        raise
+    except BaseException as exc:
+        st.finish_session(session_id, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    best = search.tree.best()
+    if best is not None:
+        (progress or (lambda e: None))({"kind": "final", "node": best.id})
+        final = evaluate_candidate(best.candidate, problem, registered.spec.name,
+                                   replace(harness, baselines=tuple(config["baselines"]), repeats=harness.repeats * 2))
+        st.add_node(session_id, NodeRecord(
+            node_id=max(search.tree.nodes) + 1, parent_id=best.id, memory_op="final",
+            synthesizer=best.candidate.synthesizer, recipe=best.candidate.recipe, language=best.candidate.language,
+            parameters=best.candidate.parameters, source=best.candidate.source,
+            source_hash=best.candidate.source_hash, note="final re-timing against all baselines", evaluation=final))
+    st.finish_session(session_id, "done", reason)
+    return _result(st, problem, registered.spec.name, session_id, from_store=False)
+
+
+# --- user-written kernels ---------------------------------------------------------------------------------
+
+@dataclass
+class EvaluateResult:
+    problem: Problem
+    target: str
+    language: str
+    source: str
+    evaluation: Evaluation
+
+    def to_json(self) -> dict[str, Any]:
+        ev = self.evaluation
+        speedup = ev.timings["eager"].median / ev.timings["kernel"].median if ev.correct and ev.timings else 0.0
+        return {
+            "problem": self.problem.name, "problem_spec": self.problem.to_spec(), "target": self.target,
+            "correct": ev.correct, "status": ev.status, "speedup": speedup,
+            "speedups": {k: vars(v) for k, v in ev.speedups.items()},
+            "baselines": {k: v.median for k, v in ev.timings.items() if k != "kernel"},
+            "kernel_seconds": ev.timings["kernel"].median if "kernel" in ev.timings else None,
+            "best": {"language": self.language, "parameters": {}, "source": self.source},
+            "diagnosis": ev.diagnosis.to_dict() if ev.diagnosis else None, "session": None,
+            "rejected_reason": None if ev.correct else ev.reason, "evidence": ev.evidence,
+        }
+
+
+LANGUAGE_BY_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c": "cpp", ".py": "numba",
+                      ".cu": "cuda", ".hip": "hip"}
+
+
+def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, language: str | None = None,
+             dims: dict[str, int] | None = None, dtype: str | None = None, attrs: dict[str, Any] | None = None,
+             baselines: Sequence[str] = ("eager",), harness: HarnessConfig | None = None) -> EvaluateResult:
+    """Verify and time a hand-written kernel with the same harness the search uses."""
+    path = Path(kernel_file)
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelFileError(f"cannot read kernel file {path}: {exc}") from None
+    registered = usable_target(target)
+    language = language or LANGUAGE_BY_SUFFIX.get(path.suffix)
+    if language not in registered.spec.languages:
+        raise KernelFileError(
+            f"{path}: cannot tell its language from the suffix {path.suffix!r} or {language!r} is not one "
+            f"{registered.spec.name} builds; pass --language one of {', '.join(registered.spec.languages)}")
+    problem = resolve_problem(op, dims, dtype, attrs)
+    config = replace(harness or HarnessConfig(), baselines=tuple(baselines))
+    evaluation = evaluate_candidate(Candidate(source, language, synthesizer="user"), problem, registered.spec.name,
+                                    config)
+    return EvaluateResult(problem, registered.spec.name, language, source, evaluation)
+
+
+def load_kernel(problem: Problem, target: str, source: str, language: str) -> Callable[..., Any]:
+    """Build (cached by source) and load a kernel in this process, wrapped as a function of torch tensors."""
+
+    registered = usable_target(target)
+    toolchain = registered.backend.toolchain(registered.spec, language)
+    workdir = Path(HarnessConfig().workdir) / registered.spec.name / Candidate(source, language).source_hash
+    build = toolchain.build(source, workdir)
+    runner = registered.backend.runner(registered.spec)
+    kernel = runner.load(build)
+    example = problem.make_inputs(problem.check_dims()[0], torch.Generator().manual_seed(0))
+    extra = problem.extra_inputs()
+
+    def op(*args: torch.Tensor):
+        inputs = [torch.as_tensor(a).to(runner.device).contiguous() for a in args] + extra
+        if len(inputs) != len(example):
+            raise KevolveError(f"{problem.name} takes {len(example) - len(extra)} tensors, got {len(args)}")
+        for i, (got, want) in enumerate(zip(inputs, example)):
+            if got.dtype != want.dtype:
+                raise KevolveError(f"{problem.name}: input {i} is {got.dtype}, the kernel was built for {want.dtype}")
+        outputs = [torch.empty(shape, dtype=dtype, device=runner.device)
+                   for shape, dtype in problem.output_specs(inputs)]
+        kernel(inputs, outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    op.__name__ = f"kevolve_{problem.name}"
+    op.__doc__ = f"kevolve kernel for {problem.describe()} on {target} ({language})"
+    return op
+
+
+@dataclass
+class TargetStatus:
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    plugin: str
+    distribution: str
+    languages: tuple[str, ...]
+    usable: bool
+    reason: str
+
+
+def targets() -> list[TargetStatus]:
+    """Installed targets and whether each is usable here (and if not, why)."""
+    statuses = []
+    for registered in get_manager().targets.all():
+        try:
+            ok, why = registered.backend.usable(registered.spec)
+        except Exception as exc:  # a backend's probe failing is itself the answer
+            ok, why = False, f"usability check failed: {type(exc).__name__}: {exc}"
+        spec = registered.spec
+        statuses.append(TargetStatus(spec.name, spec.aliases, spec.description, registered.plugin,
+                                     registered.backend.distribution, spec.languages, ok, why))
+    return statuses

@@ -1,0 +1,283 @@
+"""The ``kevolve`` command: targets, ops, optimize, evaluate, show, sessions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kevolve.errors import KevolveError
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise KevolveError(f"bad {what} {item!r}: write NAME=VALUE")
+        try:
+            result[name] = json.loads(value)
+        except json.JSONDecodeError:
+            result[name] = value
+    return result
+
+
+def _shapes(items: list[str] | None) -> dict[str, int] | None:
+    from kevolve.problems.catalog import parse_dims
+
+    return parse_dims(items) if items else None
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    import kevolve
+    from kevolve.plugins import get_manager
+
+    statuses = kevolve.targets()
+    failures = get_manager().failures
+    if args.json:
+        print(json.dumps({"targets": [vars(s) for s in statuses],
+                          "plugin_errors": [{"plugin": f.plugin, "error": f.error} for f in failures]}, indent=2))
+        return 0
+    if statuses:
+        table = Table(title="installed targets")
+        for column in ("target", "aliases", "distribution", "languages", "usable here"):
+            table.add_column(column)
+        for s in statuses:
+            table.add_row(s.name, ", ".join(s.aliases), s.distribution, ", ".join(s.languages),
+                          "yes" if s.usable else f"no: {s.reason}")
+        out.print(table)
+    else:
+        out.print("no targets installed: kevolve needs a backend plugin, e.g. `pip install kevolve-cpu`")
+    for f in failures:
+        err.print(f"[red]plugin {f.plugin} failed to load[/red]: {f.error}")
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from kevolve.plugins import get_manager
+
+    ops = get_manager().ops
+    rows = [ops.get(name) for name in ops.names()]
+    if args.json:
+        print(json.dumps([{"name": o.name, "family": o.family, "inputs": o.inputs, "dims": o.dims,
+                           "dtypes": o.dtypes, "attrs": o.attrs, "description": o.description} for o in rows],
+                         indent=2))
+        return 0
+    table = Table(title="catalog ops")
+    for column in ("op", "family", "inputs", "default shape", "dtypes", "description"):
+        table.add_column(column)
+    for o in rows:
+        table.add_row(o.name, o.family, ", ".join(o.inputs), " ".join(f"{k}={v}" for k, v in o.dims.items()),
+                      ", ".join(o.dtypes), o.description)
+    out.print(table)
+    return 0
+
+
+class _ProgressView:
+    """A progress bar over evaluated candidates, with the current node's stage and the best speedup."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=err,
+                                 disable=not enabled)
+        self.task = self.progress.add_task("searching", total=total, status="")
+        self.best = 0.0
+        self.started = False
+
+    def __enter__(self) -> "_ProgressView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started:
+            self.progress.stop()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if not self.started:  # only once the search really runs: errors print without a bar
+            self.started = True
+            self.progress.start()
+        kind = event["kind"]
+        if kind == "stage":
+            self.progress.update(self.task, status=f"node {event['node']}: {event['stage']}")
+        elif kind == "node":
+            self.best = event["best"]
+            self.progress.update(self.task, completed=event["evaluated"],
+                                 description=f"searching (best {self.best:.2f}x)",
+                                 status=f"node {event['node']}: {event['status']} {event['fitness']:.2f}x")
+        elif kind == "final":
+            self.progress.update(self.task, status=f"re-timing best node {event['node']} against all baselines")
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    import kevolve
+
+    view = _ProgressView(args.budget, enabled=not args.quiet)
+    with view:
+        if args.resume:
+            result = kevolve.resume(args.resume, store=args.store, budget=args.budget if args.budget_given else None,
+                                    progress=view)
+        else:
+            if not args.op:
+                raise KevolveError("name an op (see `kevolve ops`) or a KernelBench PROBLEM.py, or --resume SESSION")
+            result = kevolve.optimize(
+                args.op, target=args.target, budget=args.budget, seed=args.seed, store=args.store,
+                dims=_shapes(args.shape), dtype=args.dtype, attrs=_pairs(args.attr, "attribute") or None,
+                time_budget_s=args.time_budget, target_speedup=args.target_speedup, search=args.search,
+                synthesizer=args.synthesizer, again=args.again, baselines=args.baselines.split(","),
+                progress=view)
+    if args.save and result.correct:
+        result.save(args.save)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        out.print(result.summary())
+        if result.correct:
+            out.print(f"\n[bold]best kernel ({result.language})[/bold]")
+            out.print(result.source, markup=False, highlight=False)
+        if args.save and result.correct:
+            out.print(f"saved standalone module to {args.save}")
+    return 0 if result.correct else 1
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import kevolve
+
+    result = kevolve.evaluate(args.file, args.op, target=args.target, language=args.language,
+                              dims=_shapes(args.shape), dtype=args.dtype,
+                              attrs=_pairs(args.attr, "attribute") or None, baselines=args.baselines.split(","))
+    ev = result.evaluation
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        out.print(f"{result.problem.describe()} on {result.target}: [bold]{ev.status}[/bold] (stage {ev.stage})")
+        if not ev.correct:
+            out.print(f"rejected: {ev.reason}", markup=False)
+            if ev.evidence.get("log"):
+                out.print(ev.evidence["log"], markup=False, highlight=False)
+        for name, sp in ev.speedups.items():
+            out.print(f"  vs {name}: {sp.median:.2f}x [{sp.low:.2f}..{sp.high:.2f}]")
+        if ev.diagnosis:
+            out.print(f"diagnosis: {ev.diagnosis.summary}", markup=False)
+    return 0 if ev.correct else 1
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from kevolve.api import _open_store, _result
+    from kevolve.problems.problem import problem_from_spec
+
+    store = _open_store(args.store)
+    session = store.session(args.session)
+    result = _result(store, problem_from_spec(session.problem_spec), session.target, session.id, from_store=True)
+    if args.json:
+        print(json.dumps({**result.to_json(), "status": session.status}, indent=2, default=str))
+        return 0
+    out.print(result.summary().replace(", from the store", f", {session.status}"))
+    table = Table(title="search tree")
+    for column in ("node", "parent", "memory op", "recipe", "status", "fitness", "diagnosis / reason", "note"):
+        table.add_column(column)
+    for n in result.nodes:
+        ev = n.evaluation
+        table.add_row(str(n.node_id), str(n.parent_id), n.memory_op, n.recipe, ev.status, f"{ev.fitness:.2f}",
+                      (ev.diagnosis.kind if ev.diagnosis else ev.reason)[:70], n.note[:50])
+    out.print(table)
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from kevolve.api import _open_store
+
+    sessions = _open_store(args.store).sessions(args.limit)
+    if args.json:
+        print(json.dumps([vars(s) for s in sessions], indent=2, default=str))
+        return 0
+    table = Table(title="sessions")
+    for column in ("session", "problem", "target", "status", "best", "stop reason"):
+        table.add_column(column)
+    for s in sessions:
+        table.add_row(s.id, s.problem_key.rsplit(":", 1)[0], s.target, s.status, f"{s.best_fitness:.2f}x", s.stop_reason)
+    out.print(table)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kevolve", description="Find fast, correct kernels by search.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("targets", help="installed targets and whether each is usable here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_targets)
+
+    p = sub.add_parser("ops", help="the problem catalog")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_ops)
+
+    def problem_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--target", default="cpu")
+        p.add_argument("--dtype", help="float32, bfloat16, ... (default: the op's first)")
+        p.add_argument("--shape", nargs="*", metavar="DIM=INT", help="override the timing shape, e.g. rows=8192")
+        p.add_argument("--attr", nargs="*", metavar="NAME=VALUE", help="op attributes, e.g. k=16")
+        p.add_argument("--baselines", default="eager", help="comma list of eager, compile")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--store", help="store path (default $KEVOLVE_STORE or ~/.kevolve/kevolve.sqlite)")
+
+    p = sub.add_parser("optimize", help="search for a fast kernel")
+    p.add_argument("op", nargs="?", help="catalog op name or KernelBench PROBLEM.py")
+    problem_args(p)
+    p.add_argument("--budget", type=int, default=20, help="candidates to evaluate (default 20)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-budget", type=float, help="seconds")
+    p.add_argument("--target-speedup", type=float, help="stop once this speedup over eager is reached")
+    p.add_argument("--search", default="mcts", choices=["mcts", "evolution"])
+    p.add_argument("--synthesizer", default="template")
+    p.add_argument("--again", action="store_true", help="search even if the store has a solution")
+    p.add_argument("--resume", metavar="SESSION", help="continue an interrupted session")
+    p.add_argument("--save", metavar="DIR", help="write the best kernel as a standalone module")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_optimize)
+
+    p = sub.add_parser("evaluate", help="verify and time a kernel file with the search's harness")
+    p.add_argument("file")
+    p.add_argument("--op", required=True)
+    p.add_argument("--language", help="cpp, numba, ... (default: from the file suffix)")
+    problem_args(p)
+    p.set_defaults(run=cmd_evaluate)
+
+    p = sub.add_parser("show", help="a session's result and search tree")
+    p.add_argument("session")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--store")
+    p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser("sessions", help="recent sessions in the store")
+    p.add_argument("--limit", type=int, default=30)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--store")
+    p.set_defaults(run=cmd_sessions)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    if args.command == "optimize":
+        args.budget_given = any(a == "--budget" or a.startswith("--budget=") for a in argv)
+    try:
+        return args.run(args)
+    except KevolveError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted; evaluated candidates are in the store (`kevolve sessions`)")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

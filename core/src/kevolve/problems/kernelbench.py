@@ -1,0 +1,112 @@
+"""Problems from KernelBench-format files: ``class Model(nn.Module)``, ``get_inputs()``, ``get_init_inputs()``.
+
+The kernel receives the tensors of ``get_inputs()`` followed by the model's parameters and buffers (in
+``named_parameters`` then ``named_buffers`` order), so a kernel can compute what the module computes. The
+module is built under a fixed seed, so every process (search, workers, ``as_torch_op``) sees the same weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.errors import ProblemError
+from kevolve.problems.problem import Dims, Problem
+
+_ids = itertools.count()
+MODEL_SEED = 0
+
+
+class KernelBenchProblem(Problem):
+    family = "custom"
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path).resolve()
+        if not self.path.is_file():
+            raise ProblemError(f"no such problem file: {self.path}")
+        self.text = self.path.read_text()
+        self.name = self.path.stem
+        module = self._load()
+        for attribute in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(module, attribute):
+                raise ProblemError(f"{self.path} is not a KernelBench problem: it defines no {attribute!r} "
+                                   "(expected class Model(nn.Module), get_inputs(), get_init_inputs())")
+        self.module = module
+        with torch.random.fork_rng():
+            torch.manual_seed(MODEL_SEED)
+            try:
+                self.model = module.Model(*module.get_init_inputs()).eval()
+                example = list(module.get_inputs())
+            except Exception as exc:
+                raise ProblemError(f"{self.path}: building Model(*get_init_inputs()) or get_inputs() failed: "
+                                   f"{type(exc).__name__}: {exc}") from None
+        if not all(isinstance(t, torch.Tensor) for t in example):
+            raise ProblemError(f"{self.path}: get_inputs() must return tensors only")
+        self.n_inputs = len(example)
+        self._weights = [p.detach() for p in itertools.chain(self.model.parameters(), self.model.buffers())]
+        self._dims = {f"arg{i}_{j}": int(size) for i, t in enumerate(example) for j, size in enumerate(t.shape)}
+        self._dtype = next((t.dtype for t in example if t.dtype.is_floating_point), torch.float32)
+
+    def _load(self):
+        spec = importlib.util.spec_from_file_location(f"kevolve_kernelbench_{next(_ids)}", self.path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise ProblemError(f"{self.path} failed to import: {type(exc).__name__}: {exc}") from None
+        return module
+
+    @property
+    def dims(self) -> Dims:
+        return dict(self._dims)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    def check_dims(self) -> list[Dims]:
+        return [self.dims]  # get_inputs() knows one shape; fresh values are drawn on every call
+
+    def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
+        with torch.random.fork_rng():
+            torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
+            inputs = list(self.module.get_inputs())
+        return inputs + [w.clone() for w in self._weights]
+
+    def extra_inputs(self) -> list[torch.Tensor]:
+        return list(self._weights)
+
+    def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        with torch.no_grad():
+            out = self.model(*inputs[: self.n_inputs])
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Traced on meta tensors, weights included, without touching the real module."""
+        meta = lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta")
+        state = {name: meta(t) for name, t in itertools.chain(self.model.named_parameters(),
+                                                              self.model.named_buffers())}
+        with torch.no_grad():
+            out = torch.func.functional_call(self.model, state, tuple(meta(t) for t in inputs[: self.n_inputs]))
+        out = list(out) if isinstance(out, (tuple, list)) else [out]
+        return [(tuple(o.shape), o.dtype) for o in out]
+
+    def reference_source(self) -> str:
+        return self.text
+
+    def to_spec(self) -> dict[str, Any]:
+        return {"kind": "kernelbench", "path": str(self.path),
+                "sha256": hashlib.sha256(self.text.encode()).hexdigest()[:16]}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> "KernelBenchProblem":
+        problem = cls(Path(spec["path"]))
+        if problem.to_spec()["sha256"] != spec["sha256"]:
+            raise ProblemError(f"{spec['path']} changed since the session started; start a new session")
+        return problem
+

@@ -1,0 +1,152 @@
+"""What ``kevolve.optimize`` returns: the best kernel, how it compares, why it is as fast as it is, and the
+search tree that found it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from kevolve.diagnosis import Diagnosis
+from kevolve.errors import KevolveError
+from kevolve.problems.problem import Problem, dtype_name
+from kevolve.store import NodeRecord
+
+
+@dataclass
+class OptimizeResult:
+    problem: Problem
+    target: str
+    session: str
+    best: NodeRecord | None
+    nodes: list[NodeRecord] = field(default_factory=list)
+    stop_reason: str = ""
+    from_store: bool = False
+    #: the best kernel re-timed against every requested baseline at the end of the search (None if not run)
+    final: NodeRecord | None = None
+
+    # --- what people ask first --------------------------------------------------------------------------
+
+    @property
+    def correct(self) -> bool:
+        return self.best is not None and self.best.evaluation.correct
+
+    @property
+    def _measured(self) -> NodeRecord | None:
+        return self.final if self.final is not None and self.final.evaluation.correct else self.best
+
+    @property
+    def speedup(self) -> float:
+        """Median eager time / median kernel time, 0 without a correct kernel."""
+        node = self._measured
+        if node is None or not node.evaluation.correct:
+            return 0.0
+        timings = node.evaluation.timings
+        return timings["eager"].median / timings["kernel"].median
+
+    @property
+    def source(self) -> str:
+        return self.best.source if self.best else ""
+
+    @property
+    def language(self) -> str:
+        return self.best.language if self.best else ""
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return dict(self.best.parameters) if self.best else {}
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        node = self._measured
+        return node.evaluation.diagnosis if node else None
+
+    @property
+    def baselines(self) -> dict[str, float]:
+        """Baseline name -> median seconds per call, as timed interleaved with the kernel."""
+        node = self._measured
+        if node is None:
+            return {}
+        return {k: v.median for k, v in node.evaluation.timings.items() if k != "kernel"}
+
+    def to_json(self) -> dict[str, Any]:
+        node = self._measured
+        evaluation = node.evaluation if node else None
+        return {
+            "problem": self.problem.name,
+            "problem_spec": self.problem.to_spec(),
+            "target": self.target,
+            "correct": self.correct,
+            "speedup": self.speedup,
+            "speedups": {k: vars(v) for k, v in evaluation.speedups.items()} if evaluation else {},
+            "baselines": self.baselines,
+            "kernel_seconds": evaluation.timings["kernel"].median if evaluation and "kernel" in evaluation.timings
+            else None,
+            "best": {"node": self.best.node_id, "language": self.language, "recipe": self.best.recipe,
+                     "parameters": self.parameters, "source": self.source} if self.best else None,
+            "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
+            "session": self.session,
+            "from_store": self.from_store,
+            "stop_reason": self.stop_reason,
+            "candidates": len(self.nodes),
+            "tree": [{"node": n.node_id, "parent": n.parent_id, "memory_op": n.memory_op, "recipe": n.recipe,
+                      "status": n.evaluation.status, "fitness": n.evaluation.fitness, "note": n.note}
+                     for n in self.nodes],
+        }
+
+    def summary(self) -> str:
+        lines = [f"{self.problem.describe()} on {self.target}  (session {self.session}"
+                 f"{', from the store' if self.from_store else ''})"]
+        if not self.correct:
+            failures: dict[str, int] = {}
+            for n in self.nodes:
+                failures[n.evaluation.status] = failures.get(n.evaluation.status, 0) + 1
+            lines.append(f"no correct kernel found in {len(self.nodes)} candidates: {failures}")
+            return "\n".join(lines)
+        node = self._measured
+        ev = node.evaluation
+        lines.append(f"best: node {self.best.node_id}, {self.language} ({self.best.recipe}) {self.parameters}")
+        lines.append(f"kernel {ev.timings['kernel'].median * 1e6:.1f} us "
+                     f"[{ev.timings['kernel'].p10 * 1e6:.1f}..{ev.timings['kernel'].p90 * 1e6:.1f}]")
+        for name, sp in ev.speedups.items():
+            lines.append(f"  vs {name}: {ev.timings[name].median * 1e6:.1f} us -> {sp.median:.2f}x "
+                         f"[{sp.low:.2f}..{sp.high:.2f}]")
+        if self.diagnosis:
+            lines.append(f"diagnosis: {self.diagnosis.summary}")
+        statuses: dict[str, int] = {}
+        for n in self.nodes:
+            statuses[n.evaluation.status] = statuses.get(n.evaluation.status, 0) + 1
+        lines.append(f"search: {len(self.nodes)} candidates {statuses}; stopped: {self.stop_reason}")
+        return "\n".join(lines)
+
+    # --- using the kernel -------------------------------------------------------------------------------
+
+    def _require(self) -> NodeRecord:
+        if self.best is None or not self.best.evaluation.correct:
+            raise KevolveError("this result holds no correct kernel; run the search longer or check the failures "
+                               "with `kevolve show SESSION`")
+        return self.best
+
+    def save(self, directory: str | Path) -> Path:
+        """Write a standalone module (kernel source, support files, a loader needing no kevolve) plus
+        ``kevolve.json`` describing the problem, parameters and measured speedups."""
+        from kevolve.plugins import get_manager
+
+        best = self._require()
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        registered = get_manager().target(self.target)
+        files = registered.backend.write_standalone(registered.spec, best.source, best.language, directory)
+        info = {k: v for k, v in self.to_json().items() if k != "tree"}
+        (directory / "kevolve.json").write_text(json.dumps({**info, "files": files}, indent=2, default=str))
+        return directory
+
+    def as_torch_op(self) -> Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]:
+        """The kernel as a function of torch tensors, allocating its outputs like the reference would."""
+        from kevolve.api import load_kernel
+
+        best = self._require()
+        return load_kernel(self.problem, self.target, best.source, best.language)

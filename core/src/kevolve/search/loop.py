@@ -1,0 +1,160 @@
+"""The search loop: select -> propose -> evaluate -> record -> backpropagate, until a stop condition."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kevolve.harness.evaluation import Evaluation
+from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
+from kevolve.knowledge import DocsRegistry, Signals
+from kevolve.problems.problem import Problem
+from kevolve.registry import RegisteredTarget
+from kevolve.search.strategy import Strategy
+from kevolve.search.tree import ROOT, Tree
+from kevolve.store import NodeRecord, Store
+from kevolve.synthesis import base
+from kevolve.synthesis.base import Candidate, Context, Synthesizer
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class Budget:
+    #: evaluated candidates (duplicates are not evaluated and do not count)
+    candidates: int = 30
+    time_s: float | None = None
+    #: stop once the best speedup over eager reaches this
+    target_speedup: float | None = None
+    #: evaluated candidates without a 1% improvement before the search restarts; a second stall ends it
+    stall: int = 12
+    #: candidates proposed per expansion
+    batch: int = 2
+
+
+class Search:
+    def __init__(self, *, problem: Problem, target: RegisteredTarget, synthesizer: Synthesizer, strategy: Strategy,
+                 budget: Budget, harness: HarnessConfig, store: Store, session_id: str, seed: int,
+                 docs: DocsRegistry, seeds: list[tuple[str, dict]] | None = None,
+                 progress: Progress = lambda event: None) -> None:
+        self.problem, self.target, self.synthesizer, self.strategy = problem, target, synthesizer, strategy
+        self.budget, self.harness, self.store, self.session_id, self.seed = budget, harness, store, session_id, seed
+        self.docs, self.seeds, self.progress = docs, seeds or [], progress
+        self.facts = target.backend.facts(target.spec)
+        self.recipes = target.backend.recipes(target.spec)
+        self.tree = Tree()
+        self.best_fitness = 0.0
+        self.since_improvement = 0
+        self.stalls = 0
+        self.duplicates = 0
+
+    # --- resuming ---------------------------------------------------------------------------------------
+
+    def replay(self, records: list[NodeRecord]) -> None:
+        """Rebuild the tree from stored nodes, in the order they were evaluated."""
+        for record in records:
+            candidate = Candidate(record.source, record.language, record.parameters, record.recipe,
+                                  record.synthesizer, record.note)
+            node = self.tree.add(record.parent_id if record.parent_id in self.tree.nodes else ROOT, candidate,
+                                 record.evaluation, record.memory_op, node_id=record.node_id)
+            self._account(node.id, record.evaluation)
+
+    # --- the loop ---------------------------------------------------------------------------------------
+
+    def evaluated_count(self) -> int:
+        return len(self.tree.nodes) - 1
+
+    def run(self) -> str:
+        started = time.monotonic()
+        empty_rounds = 0
+        while True:
+            reason = self._should_stop(started)
+            if reason:
+                return reason
+            step = len(self.tree.nodes) + empty_rounds * 7919
+            stalled = self.since_improvement >= self.budget.stall
+            if stalled:
+                self.stalls += 1
+                self.since_improvement = 0
+                if self.stalls >= 2:
+                    return f"stalled: no 1% improvement in {self.budget.stall} candidates, twice"
+            parent_id, memory_op = self.strategy.select(self.tree, random.Random(self.seed * 1_000_003 + 2 * step),
+                                                        stalled)
+            context = self._context(parent_id, memory_op, random.Random(self.seed * 1_000_003 + 2 * step + 1))
+            self.progress({"kind": "expand", "parent": parent_id, "memory_op": memory_op})
+            fresh = [c for c in self.synthesizer.propose(context) if c.source_hash not in self.tree.by_hash]
+            self.duplicates += context.n - len(fresh)
+            if not fresh:
+                empty_rounds += 1
+                if empty_rounds >= 20:
+                    return "exhausted: the synthesizer proposes nothing new"
+                self.since_improvement += 1
+                continue
+            empty_rounds = 0
+            for candidate in fresh:
+                if self._should_stop(started):
+                    break
+                if candidate.source_hash in self.tree.by_hash:
+                    continue
+                self._evaluate(parent_id, memory_op, candidate)
+
+    def _should_stop(self, started: float) -> str:
+        if self.evaluated_count() >= self.budget.candidates:
+            return f"budget: {self.budget.candidates} candidates evaluated"
+        if self.budget.time_s is not None and time.monotonic() - started >= self.budget.time_s:
+            return f"time budget of {self.budget.time_s:.0f} s spent"
+        if self.budget.target_speedup is not None and self.best_fitness >= self.budget.target_speedup:
+            return f"target speedup {self.budget.target_speedup:g}x reached"
+        return ""
+
+    def _evaluate(self, parent_id: int, memory_op: str, candidate: Candidate) -> None:
+        node_id = max(self.tree.nodes) + 1
+        self.progress({"kind": "evaluate", "node": node_id, "note": candidate.note})
+        evaluation = evaluate_candidate(candidate, self.problem, self.target.spec.name, self.harness,
+                                        on_stage=lambda stage: self.progress({"kind": "stage", "node": node_id,
+                                                                              "stage": stage}))
+        self.store.add_node(self.session_id, NodeRecord(
+            node_id=node_id, parent_id=parent_id, memory_op=memory_op, synthesizer=candidate.synthesizer,
+            recipe=candidate.recipe, language=candidate.language, parameters=candidate.parameters,
+            source=candidate.source, source_hash=candidate.source_hash, note=candidate.note, evaluation=evaluation))
+        self.tree.add(parent_id, candidate, evaluation, memory_op, node_id=node_id)
+        self._account(node_id, evaluation)
+        self.progress({"kind": "node", "node": node_id, "status": evaluation.status, "fitness": evaluation.fitness,
+                       "best": self.best_fitness, "reason": evaluation.reason, "evaluated": self.evaluated_count(),
+                       "diagnosis": evaluation.diagnosis.kind if evaluation.diagnosis else ""})
+
+    def _account(self, node_id: int, evaluation: Evaluation) -> None:
+        fitness = evaluation.fitness
+        if fitness > self.best_fitness * 1.01:
+            self.since_improvement = 0
+        else:
+            self.since_improvement += 1
+        self.best_fitness = max(self.best_fitness, fitness)
+        self.tree.backpropagate(node_id, fitness / self.best_fitness if self.best_fitness > 0 else 0.0)
+
+    def _context(self, parent_id: int, memory_op: str, rng: random.Random) -> Context:
+        tree = self.tree
+        parent = tree.nodes[parent_id] if parent_id != ROOT else None
+        if memory_op == base.INHERIT and parent is not None:
+            history = [n.history_item() for n in tree.trajectory(parent_id)]
+        elif memory_op == base.SIBLINGS and parent is not None:
+            history = [tree.nodes[c].history_item() for c in parent.children] or \
+                      [n.history_item() for n in tree.siblings(parent_id)]
+        elif memory_op == base.COMBINE and parent is not None:
+            history = [n.history_item() for n in tree.trajectory(parent_id)]
+            history += [tree.nodes[c].history_item() for c in parent.children]
+        else:
+            history = [n.history_item() for n in tree.evaluated()] if memory_op == base.RESTART else []
+        diagnosis = parent.evaluation.diagnosis if parent is not None and parent.evaluation else None
+        language = parent.candidate.language if parent is not None and parent.candidate else self.target.spec.languages[0]
+        signals = Signals(target=self.target.spec.name, language=language, family=self.problem.family,
+                          diagnosis=diagnosis.kind if diagnosis else "")
+        best = tree.best()
+        return Context(
+            problem=self.problem, target=self.target.spec, facts=self.facts, memory_op=memory_op, rng=rng,
+            n=self.budget.batch, knowledge=self.docs.retrieve(signals), hints=self.docs.hints(signals),
+            history=history, parent=parent.history_item() if parent is not None else None, diagnosis=diagnosis,
+            best=best.history_item() if best is not None else None, recipes=self.recipes, seeds=self.seeds,
+        )

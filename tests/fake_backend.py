@@ -1,0 +1,120 @@
+"""A tiny in-process backend for contract and search tests.
+
+Kernels are Python files (language "pyfake") computing with numpy. Timing is synthetic and deterministic: a
+kernel's module declares ``COST`` (seconds per call) and eager costs 1 s, so fitness = 1 / COST and a search's
+tree depends only on its seed. ``fake_tiny`` has absurdly low bandwidth, so every timed kernel is implausible.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+from pathlib import Path
+
+from kevolve import diagnosis as d
+from kevolve.backend import Backend, BuildResult, Runner, Toolchain
+from kevolve.errors import CompileError
+from kevolve.hookspecs import hookimpl
+from kevolve.synthesis.recipe import Recipe
+from kevolve.synthesis.schedule import Param, ScheduleSpace
+from kevolve.target import MachineFacts, MemoryLevel, TargetSpec
+
+_ids = itertools.count()
+EAGER_COST = 1.0
+
+
+def facts(bandwidth: float) -> MachineFacts:
+    return MachineFacts(peak_flops={"float32": 1e18}, memory=(MemoryLevel("ram", bandwidth, 1e15),),
+                        parallel_units=4, unit_name="lane")
+
+
+FAKE = TargetSpec("fake", "a fake target for tests", ("fk",), ("pyfake",), facts(1e18))
+FAKE_TINY = TargetSpec("fake_tiny", "a fake target with 1 kB/s of bandwidth", (), ("pyfake",), facts(1e3))
+
+
+class PyToolchain(Toolchain):
+    language = "pyfake"
+
+    def version(self) -> str:
+        return "pyfake 1"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def build(self, source: str, workdir: Path) -> BuildResult:
+        try:
+            compile(source, "kernel.py", "exec")
+        except SyntaxError as exc:
+            raise CompileError(f"syntax error: {exc}", log=str(exc), repro="python kernel.py") from None
+        workdir.mkdir(parents=True, exist_ok=True)
+        path = workdir / "kernel.py"
+        path.write_text(source)
+        return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")
+
+
+class PyRunner(Runner):
+    device = "cpu"
+
+    def __init__(self) -> None:
+        self.cost = 1.0
+
+    def load(self, build: BuildResult):
+        spec = importlib.util.spec_from_file_location(f"fake_kernel_{next(_ids)}", build.artifact)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.cost = getattr(module, "COST", 1.0)
+
+        def call(inputs, outputs):
+            module.kernel([t.numpy() for t in inputs], [t.numpy() for t in outputs])
+
+        return call
+
+    def time_interleaved(self, thunks, *, repeats, inner):
+        for thunk in thunks.values():
+            thunk()
+        costs = {"kernel": self.cost, "eager": EAGER_COST, "compile": EAGER_COST / 2}
+        return {name: [costs[name] * (1 + 0.001 * (i % 3)) for i in range(repeats)] for name in thunks}
+
+
+class FakeBackend(Backend):
+    distribution = "kevolve-fake"
+
+    def usable(self, target):
+        return True, ""
+
+    def toolchain(self, target, language):
+        return PyToolchain()
+
+    def runner(self, target):
+        return PyRunner()
+
+    def recipes(self, target):
+        return [FakeRelu()]
+
+
+class FakeRelu(Recipe):
+    """relu with two knobs whose product sets the synthetic cost; 'speed' responds to compute-bound."""
+
+    name = "fake.relu"
+    language = "pyfake"
+    families = ("pointwise",)
+
+    def supports(self, problem):
+        return problem.name == "relu"
+
+    def space(self, problem, facts):
+        return ScheduleSpace([Param("speed", (1, 2, 3, 4, 5, 6, 7, 8), {d.COMPUTE_BOUND: +1}),
+                              Param("style", ("a", "b", "c"))])
+
+    def render(self, problem, params):
+        bonus = {"a": 1.0, "b": 1.5, "c": 0.5}[params["style"]]
+        return (f"import numpy as np\nCOST = {1.0 / (params['speed'] * bonus)!r}\n"
+                f"STYLE = {params['style']!r}\n"
+                "def kernel(inputs, outputs):\n    np.maximum(inputs[0], 0, out=outputs[0])\n")
+
+
+@hookimpl
+def kevolve_register_targets(registry):
+    backend = FakeBackend()
+    registry.add(FAKE, backend)
+    registry.add(FAKE_TINY, backend)

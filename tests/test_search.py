@@ -1,0 +1,110 @@
+"""Search behaviour on the deterministic fake backend: reproducibility, dedupe, stop conditions, store reuse,
+resuming a killed session."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import kevolve
+from kevolve.store import Store
+
+
+def tree_shape(result):
+    return [(n.node_id, n.parent_id, n.memory_op, json.dumps(n.parameters, sort_keys=True)) for n in result.nodes]
+
+
+@pytest.mark.parametrize("search", ["mcts", "evolution"])
+def test_same_seed_same_tree(fake_plugin, tmp_path, fast_harness, search):
+    a = kevolve.optimize("relu", target="fake", budget=10, seed=3, store=tmp_path / "a.sqlite", search=search,
+                         harness=fast_harness)
+    b = kevolve.optimize("relu", target="fake", budget=10, seed=3, store=tmp_path / "b.sqlite", search=search,
+                         harness=fast_harness)
+    c = kevolve.optimize("relu", target="fake", budget=10, seed=4, store=tmp_path / "c.sqlite", search=search,
+                         harness=fast_harness)
+    assert tree_shape(a) == tree_shape(b)
+    assert tree_shape(a) != tree_shape(c)
+    assert a.correct and a.speedup > 1
+
+
+def test_search_finds_the_best_point_and_never_repeats_a_source(fake_plugin, fast_harness):
+    result = kevolve.optimize("relu", target="fake", budget=16, seed=0, harness=fast_harness)
+    sources = [n.source_hash for n in result.nodes]
+    assert len(sources) == len(set(sources))
+    # fitness = speed * bonus, so the space's best points are speed 8 with style b (12x)
+    assert result.speedup >= 8
+    memory_ops = {n.memory_op for n in result.nodes}
+    assert "seed" in memory_ops and memory_ops & {"inherit", "siblings", "combine"}
+
+
+def test_target_speedup_stops_early(fake_plugin, fast_harness):
+    result = kevolve.optimize("relu", target="fake", budget=40, target_speedup=2.0, harness=fast_harness)
+    assert "target speedup" in result.stop_reason
+    assert len(result.nodes) < 40
+
+
+def test_stall_triggers_restart_then_stop(fake_plugin, fast_harness):
+    result = kevolve.optimize("relu", target="fake", budget=200, stall=3, harness=fast_harness)
+    assert "stalled" in result.stop_reason or "exhausted" in result.stop_reason
+    assert "restart" in {n.memory_op for n in result.nodes}
+
+
+def test_second_optimize_returns_stored_best_at_once(fake_plugin, fast_harness, store_path):
+    first = kevolve.optimize("relu", target="fake", budget=6, harness=fast_harness)
+    started = time.perf_counter()
+    second = kevolve.optimize("relu", target="fake", budget=6, harness=fast_harness)
+    assert time.perf_counter() - started < 1.0
+    assert second.from_store and second.session == first.session and second.source == first.source
+    again = kevolve.optimize("relu", target="fake", budget=2, again=True, harness=fast_harness)
+    assert not again.from_store and again.session != first.session
+
+
+def test_results_do_not_leak_across_targets_or_shapes(fake_plugin, fast_harness):
+    kevolve.optimize("relu", target="fake", budget=3, harness=fast_harness)
+    other_shape = kevolve.optimize("relu", target="fake", budget=3, dims={"n": 4096}, harness=fast_harness)
+    assert not other_shape.from_store
+    # the other shape was seeded from the neighbour's winner
+    assert any(n.note == "won on a similar problem" for n in other_shape.nodes)
+
+
+def test_killed_session_resumes_without_losing_nodes(tmp_path):
+    store = tmp_path / "killed.sqlite"
+    env = {**os.environ, "KEVOLVE_PLUGINS": "fake_backend",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    script = ("import kevolve, sys\n"
+              "kevolve.optimize('relu', target='fake', budget=30, seed=1, store=sys.argv[1],\n"
+              "    progress=lambda e: print('NODE', e['node'], flush=True) if e['kind'] == 'node' else None)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(store)], stdout=subprocess.PIPE, text=True, env=env)
+    seen = 0
+    for line in proc.stdout:
+        if line.startswith("NODE"):
+            seen += 1
+        if seen == 5:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    db = Store(store)
+    session = db.sessions()[0]
+    assert session.status == "running"
+    before = db.nodes(session.id)
+    assert len(before) >= 5
+
+    os.environ["KEVOLVE_PLUGINS"] = "fake_backend"
+    try:
+        from kevolve.plugins import reset_manager
+
+        reset_manager()
+        resumed = kevolve.resume(session.id, store=store)
+    finally:
+        os.environ.pop("KEVOLVE_PLUGINS")
+        reset_manager()
+    after = Store(store).nodes(session.id)
+    assert [(n.node_id, n.source_hash) for n in after[: len(before)]] == [(n.node_id, n.source_hash) for n in before]
+    assert len(resumed.nodes) == 30 and Store(store).session(session.id).status == "done"
