@@ -103,7 +103,7 @@ class FakeRelu(Recipe):
         return problem.name == "relu"
 
     def space(self, problem, facts):
-        return ScheduleSpace([Param("speed", (1, 2, 3, 4, 5, 6, 7, 8), {d.COMPUTE_BOUND: +1}),
+        return ScheduleSpace([Param("speed", tuple(range(1, 17)), {d.COMPUTE_BOUND: +1}),
                               Param("style", ("a", "b", "c"))])
 
     def render(self, problem, params):

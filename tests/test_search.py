@@ -38,7 +38,7 @@ def test_search_finds_the_best_point_and_never_repeats_a_source(fake_plugin, fas
     result = kevolve.optimize("relu", target="fake", budget=16, seed=0, harness=fast_harness)
     sources = [n.source_hash for n in result.nodes]
     assert len(sources) == len(set(sources))
-    # fitness = speed * bonus, so the space's best points are speed 8 with style b (12x)
+    # fitness = speed * bonus (bonus 0.5, 1 or 1.5): the space's best point is 24x; a decent search passes 8x
     assert result.speedup >= 8
     memory_ops = {n.memory_op for n in result.nodes}
     assert "seed" in memory_ops and memory_ops & {"inherit", "siblings", "combine"}
@@ -79,7 +79,7 @@ def test_killed_session_resumes_without_losing_nodes(tmp_path):
     env = {**os.environ, "KEVOLVE_PLUGINS": "fake_backend",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
     script = ("import kevolve, sys\n"
-              "kevolve.optimize('relu', target='fake', budget=30, seed=1, store=sys.argv[1],\n"
+              "kevolve.optimize('relu', target='fake', budget=20, seed=1, store=sys.argv[1], stall=100,\n"
               "    progress=lambda e: print('NODE', e['node'], flush=True) if e['kind'] == 'node' else None)\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(store)], stdout=subprocess.PIPE, text=True, env=env)
     seen = 0
@@ -107,4 +107,4 @@ def test_killed_session_resumes_without_losing_nodes(tmp_path):
         reset_manager()
     after = Store(store).nodes(session.id)
     assert [(n.node_id, n.source_hash) for n in after[: len(before)]] == [(n.node_id, n.source_hash) for n in before]
-    assert len(resumed.nodes) == 30 and Store(store).session(session.id).status == "done"
+    assert len(resumed.nodes) == 20 and Store(store).session(session.id).status == "done"

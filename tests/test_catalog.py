@@ -1,0 +1,109 @@
+"""The catalog: coverage, references that match independent implementations, shapes and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kevolve.errors import ProblemError, UnknownOpError
+from kevolve.plugins import get_manager
+from kevolve.problems.catalog import CatalogProblem
+from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
+
+REQUIRED = {"add", "mul", "exp", "gelu", "silu", "sum", "amax", "softmax", "log_softmax", "layer_norm", "rms_norm",
+            "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash",
+            "jagged_truncate"}
+
+
+def problem(name, **kw):
+    return CatalogProblem(get_manager().ops.get(name), **kw)
+
+
+def test_catalog_covers_the_required_families():
+    names = set(get_manager().ops.names())
+    assert len(names) >= 20 and REQUIRED <= names
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED))
+def test_every_op_runs_at_every_check_shape(name):
+    p = problem(name)
+    assert len(p.check_dims()) >= 2
+    for dims in p.check_dims()[:-1]:
+        inputs = p.make_inputs(dims, torch.Generator().manual_seed(0))
+        outputs = p.reference(inputs)
+        assert [(tuple(o.shape), o.dtype) for o in outputs] == p.output_specs(inputs)
+    assert p.bytes_moved(p.dims, inputs, outputs) > 0
+
+
+def test_inputs_are_fresh_per_generator_seed():
+    p = problem("softmax")
+    a = p.make_inputs({"rows": 4, "cols": 8}, torch.Generator().manual_seed(1))[0]
+    b = p.make_inputs({"rows": 4, "cols": 8}, torch.Generator().manual_seed(2))[0]
+    assert not torch.equal(a, b)
+
+
+def test_feature_hash_reference_matches_uint64_arithmetic():
+    p = problem("feature_hash")
+    ids = p.make_inputs({"n": 5000}, torch.Generator().manual_seed(0))[0]
+    h = ids.numpy().view(np.uint64).copy()
+    with np.errstate(over="ignore"):
+        for multiplier, shift in zip(HASH_MULTIPLIERS, HASH_SHIFTS):
+            h = h * np.uint64(multiplier)
+            h = h ^ (h >> np.uint64(shift))
+    expected = (h & np.uint64((1 << 63) - 1)) % np.uint64(p.attrs["num_buckets"])
+    assert np.array_equal(p.reference([ids])[0].numpy(), expected.astype(np.int64))
+    assert (ids < 0).any()  # negative ids are exercised
+
+
+def test_jagged_truncate_reference_matches_python_loops():
+    p = problem("jagged_truncate", attrs={"k": 3})
+    values, offsets = p.make_inputs({"batch": 50, "max_len": 8}, torch.Generator().manual_seed(0))
+    out_values, out_offsets = p.reference([values, offsets])
+    expected_values, expected_offsets = [], [0]
+    for b in range(50):
+        seq = values[offsets[b]:offsets[b + 1]].tolist()
+        kept = seq[-3:] if seq else []
+        expected_values += kept
+        expected_offsets.append(expected_offsets[-1] + len(kept))
+    assert out_values.tolist() == expected_values and out_offsets.tolist() == expected_offsets
+    assert (offsets[1:] == offsets[:-1]).any()  # empty sequences are exercised
+
+
+def test_bad_problem_arguments_say_what_to_do():
+    with pytest.raises(UnknownOpError, match="Did you mean softmax"):
+        get_manager().ops.get("sofmax")
+    with pytest.raises(ProblemError, match="unknown"):
+        problem("softmax", dims={"width": 3})
+    with pytest.raises(ProblemError, match="positive integers"):
+        problem("softmax", dims={"rows": 0})
+    with pytest.raises(ProblemError, match="supports dtypes"):
+        problem("feature_hash", dtype="float32")
+
+
+def test_problem_key_separates_shapes_and_dtypes():
+    keys = {problem("softmax").key(), problem("softmax", dims={"rows": 8}).key(),
+            problem("softmax", dtype="bf16").key()}
+    assert len(keys) == 3 and problem("softmax").key() == problem("softmax").key()
+
+
+def test_kernelbench_file_is_a_problem(tmp_path):
+    from kevolve.problems.kernelbench import KernelBenchProblem
+    from kevolve.problems.problem import problem_from_spec
+
+    path = tmp_path / "scale.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self, n):\n        super().__init__()\n"
+                    "        self.w = nn.Parameter(torch.randn(n))\n"
+                    "    def forward(self, x):\n        return x * self.w\n\n"
+                    "def get_inputs():\n    return [torch.randn(4, 16)]\n\n"
+                    "def get_init_inputs():\n    return [16]\n")
+    p = KernelBenchProblem(path)
+    inputs = p.make_inputs(p.dims, torch.Generator().manual_seed(0))
+    assert len(inputs) == 2 and torch.equal(inputs[1], p.extra_inputs()[0])
+    assert torch.allclose(p.reference(inputs)[0], inputs[0] * inputs[1])
+    rebuilt = problem_from_spec(p.to_spec())
+    assert torch.equal(rebuilt.extra_inputs()[0], p.extra_inputs()[0])  # same weights in every process
+    (tmp_path / "bad.py").write_text("x = 1\n")
+    with pytest.raises(ProblemError, match="defines no 'Model'"):
+        KernelBenchProblem(tmp_path / "bad.py")
