@@ -102,3 +102,15 @@ def test_corrupt_store_is_reported_and_left_untouched(tmp_path):
     with pytest.raises(StoreError, match="left untouched"):
         Store(path)
     assert path.read_bytes() == before
+
+
+def test_callable_problem_is_rebuilt_in_the_worker(fast_harness):
+    import problem_fns
+
+    problem = kevolve.problem_from_callable(problem_fns.twice_tanh, [torch.randn(64, 300)])
+    ev = kevolve.evaluate(KERNELS / "twice_tanh.cpp", problem, target="cpu", harness=fast_harness).evaluation
+    assert ev.status == "ok", ev.reason
+    ev = kevolve.evaluate(KERNELS / "zeros.cpp", problem, target="cpu", harness=fast_harness).evaluation
+    assert ev.status == "wrong_result"
+    with pytest.raises(kevolve.KevolveError, match="importable"):
+        kevolve.problem_from_callable(lambda x: x, [torch.randn(3)])

@@ -20,10 +20,19 @@ from kevolve.harness import evaluation as ev
 from kevolve.harness.protocol import receive, send
 
 
+#: glibc malloc keeps freed blocks (up to 32 MiB each) instead of returning them to the OS, the way the
+#: caching allocators PyTorch recommends for CPU inference (jemalloc, tcmalloc) do. Without it every output
+#: buffer is fresh memory and page faults, not the kernel or the baseline, dominate the timings of both.
+#: The user's environment wins where it sets these itself.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**36),
+              "MALLOC_TOP_PAD_": str(512 * 2**20)}
+
+
 class Zygote:
     def __init__(self) -> None:
+        env = {**MALLOC_ENV, **os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         self.proc = subprocess.Popen([sys.executable, "-m", "kevolve.harness.zygote"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+                                     stdout=subprocess.PIPE, env=env)
         self.exits: dict[int, int] = {}
         self.replies: list[dict] = []
         self.cond = threading.Condition()

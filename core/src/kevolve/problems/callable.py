@@ -38,6 +38,7 @@ class CallableProblem(Problem):
         self.ref, self.fn = ref, _import(ref)
         self.examples, self.examples_file, self.name = examples, examples_file, name
         self._dims = {f"arg{i}_{j}": int(s) for i, t in enumerate(examples) for j, s in enumerate(t.shape)}
+        self._dtype = next((t.dtype for t in examples if t.dtype.is_floating_point), torch.float32)
 
     @classmethod
     def create(cls, fn: Callable, examples: list[torch.Tensor], name: str | None = None) -> "CallableProblem":
@@ -55,14 +56,6 @@ class CallableProblem(Problem):
         if not path.exists():
             path.write_bytes(buffer.getvalue())
         return cls(f"{module}:{qualname}", [t.detach().cpu() for t in examples], str(path), name or fn.__name__)
-
-    @property
-    def dims(self) -> Dims:
-        return dict(self._dims)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next((t.dtype for t in self.examples if t.dtype.is_floating_point), torch.float32)
 
     def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
         fresh = []

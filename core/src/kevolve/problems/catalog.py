@@ -99,18 +99,6 @@ class CatalogProblem(Problem):
             raise ProblemError(f"{op.name} has attributes {sorted(op.attrs)}; got unknown {sorted(unknown_attrs)}")
         self._attrs = {**op.attrs, **(attrs or {})}
 
-    @property
-    def dims(self) -> Dims:
-        return dict(self._dims)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._dtype
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        return dict(self._attrs)
-
     def check_dims(self) -> list[Dims]:
         checks = [{**self._dims, **d} for d in self.op.check_dims]
         return checks + [self.dims]

@@ -61,14 +61,6 @@ class KernelBenchProblem(Problem):
             raise ProblemError(f"{self.path} failed to import: {type(exc).__name__}: {exc}") from None
         return module
 
-    @property
-    def dims(self) -> Dims:
-        return dict(self._dims)
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._dtype
-
     def check_dims(self) -> list[Dims]:
         return [self.dims]  # get_inputs() knows one shape; fresh values are drawn on every call
 

@@ -72,19 +72,24 @@ class Problem(ABC):
     family: str = "custom"
     #: short name for display and store keys
     name: str = "problem"
+    # set by subclasses; exposed read-only (as copies) below
+    _dims: Dims = {}
+    _dtype: torch.dtype = torch.float32
+    _attrs: dict[str, Any] = {}
 
     @property
-    @abstractmethod
     def dims(self) -> Dims:
         """The timing shape: the production-like size the speedup is measured at."""
+        return dict(self._dims)
 
     @property
     def dtype(self) -> torch.dtype:
-        return torch.float32
+        """The data type of the problem's floating-point (or, for integer ops, integer) tensors."""
+        return self._dtype
 
     @property
     def attrs(self) -> dict[str, Any]:
-        return {}
+        return dict(self._attrs)
 
     def check_dims(self) -> list[Dims]:
         """Shapes for correctness checks: at least two, including awkward sizes and the timing shape."""

@@ -6,6 +6,11 @@ from kevolve.synthesis.recipe import Recipe
 
 
 def all_recipes() -> list[Recipe]:
+    from kevolve_cpu.recipes import cpp_index
+    from kevolve_cpu.recipes import cpp_matmul
     from kevolve_cpu.recipes import cpp_pointwise
+    from kevolve_cpu.recipes import cpp_rows
+    from kevolve_cpu.recipes import numba_recipes
 
-    return [*cpp_pointwise.RECIPES]
+    return [*cpp_pointwise.RECIPES, *cpp_index.RECIPES, *cpp_matmul.RECIPES, *cpp_rows.RECIPES,
+            *numba_recipes.RECIPES]

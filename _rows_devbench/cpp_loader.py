@@ -1,0 +1,54 @@
+"""Load a compiled kevolve CPU kernel (the ``kevolve_kernel`` C ABI) and call it on torch tensors.
+
+This file is self-contained (ctypes and torch only) on purpose: the CPU runner uses it, and ``result.save()``
+copies it next to the kernel as the standalone module's loader, so both run the same code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+KV_DTYPES = {torch.float32: 0, torch.float64: 1, torch.bfloat16: 2, torch.float16: 3, torch.int64: 4,
+             torch.int32: 5, torch.bool: 6}
+MAX_DIMS = 8
+
+
+class KvTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("ndim", ctypes.c_int64), ("shape", ctypes.c_int64 * MAX_DIMS),
+                ("strides", ctypes.c_int64 * MAX_DIMS), ("dtype", ctypes.c_int32)]
+
+
+def _describe(tensors: list[torch.Tensor]):
+    array = (KvTensor * max(1, len(tensors)))()
+    for slot, t in zip(array, tensors):
+        if not t.is_contiguous():
+            raise ValueError("kevolve CPU kernels take contiguous tensors; call .contiguous() first")
+        if t.dim() > MAX_DIMS:
+            raise ValueError(f"at most {MAX_DIMS} dims, got {t.dim()}")
+        slot.data = t.data_ptr()
+        slot.ndim = t.dim()
+        for i, (size, stride) in enumerate(zip(t.shape, t.stride())):
+            slot.shape[i], slot.strides[i] = size, stride
+        slot.dtype = KV_DTYPES[t.dtype]
+    return array
+
+
+class CppKernel:
+    """``kernel(inputs, outputs)`` calls the library's ``kevolve_kernel`` entry point."""
+
+    def __init__(self, library_path: str) -> None:
+        self.library = ctypes.CDLL(library_path)
+        try:
+            self._fn = self.library.kevolve_kernel
+        except AttributeError:
+            raise ValueError(f"{library_path} exports no kevolve_kernel(const kv_tensor*, int64_t, kv_tensor*, "
+                             "int64_t) entry point; declare it with KV_EXPORT") from None
+        self._fn.restype = ctypes.c_int
+        self._fn.argtypes = [ctypes.POINTER(KvTensor), ctypes.c_int64, ctypes.POINTER(KvTensor), ctypes.c_int64]
+
+    def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
+        code = self._fn(_describe(inputs), len(inputs), _describe(outputs), len(outputs))
+        if code != 0:
+            raise RuntimeError(f"kernel declined these arguments (returned {code})")
