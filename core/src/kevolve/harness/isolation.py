@@ -36,6 +36,7 @@ class Zygote:
         self.exits: dict[int, int] = {}
         self.replies: list[dict] = []
         self.cond = threading.Condition()
+        self.fork_lock = threading.Lock()  # one request in flight: replies are matched to requests by order
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -56,7 +57,7 @@ class Zygote:
         return self.proc.poll() is None
 
     def fork(self, task: dict, log: str) -> int:
-        with self.cond:
+        with self.fork_lock, self.cond:
             send(self.proc.stdin, {"task": task, "log": log})
             if not self.cond.wait_for(lambda: self.replies, timeout=120):
                 raise RuntimeError("the kevolve worker zygote did not answer within 120 s")
@@ -107,6 +108,9 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
     stage, offset = "start", 0
     try:
         while True:
+            # the exit status is taken before the log is read: a child that wrote its result and then exited
+            # is never mistaken for a crash
+            status = z.exit_status(pid)
             with open(log_path) as log:
                 log.seek(offset)
                 for line in log:
@@ -119,7 +123,6 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
                         return message["result"]
                     stage = message["stage"]
                     on_stage(stage)
-            status = z.exit_status(pid)
             elapsed = time.monotonic() - started
             if status is not None:
                 return {"status": ev.CRASH, "stage": stage,

@@ -5,6 +5,13 @@ in float (double for float64) and stores in the input's dtype. Rows are split in
 rows spread over ``threads`` OpenMP threads; the reductions inside a row are printed by :func:`_reduce`, which
 keeps ``accumulators`` independent partial results per reduction (the lanes the compiler vectorizes) or, with
 one accumulator, leaves the vectorization to an ``omp simd reduction`` clause.
+
+Knobs shared by the families: ``threads``, ``rows_per_task``, ``schedule`` (static/dynamic), ``accumulators``,
+``simd``; row outputs add ``stores`` (normal / non-temporal ``stream``) and ``prefetch`` (rows ahead, fetched
+while the current row is computed from cache). Per family: row_reduce ``interleave`` (rows reduced in one loop);
+row_softmax ``passes`` (three_pass / online), ``math`` (libm / poly) and, for softmax, ``exp_buffer``; row_norm
+``passes`` (two_pass / one_pass) and ``stats`` (one-pass sums in double / float lanes) for layer_norm; row_scan
+``method`` (chains / vector).
 """
 
 from __future__ import annotations
