@@ -22,17 +22,6 @@ pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C++ compiler
 CASES = [(op, dtype) for op in ("matmul", "addmm_relu") for dtype in ("float32", "bfloat16")]
 
 
-@pytest.fixture(scope="module")
-def facts():
-    target = get_manager().target("cpu")
-    return target.backend.facts(target.spec)
-
-
-@pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    return HarnessConfig(time=False, timeout_s=60, workdir=str(tmp_path_factory.mktemp("matmul-builds")))
-
-
 def problem(op: str, dtype: str) -> CatalogProblem:
     return CatalogProblem(get_manager().ops.get(op), dtype=dtype)
 

@@ -30,17 +30,6 @@ CASES = [(op, dtype) for op in OPS for dtype in ("float32", "bfloat16")]
 SMALL_TIMING_DIMS = {"rows": 257, "cols": 300}
 
 
-@pytest.fixture(scope="module")
-def facts():
-    target = get_manager().target("cpu")
-    return target.backend.facts(target.spec)
-
-
-@pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    return HarnessConfig(time=False, timeout_s=60, workdir=str(tmp_path_factory.mktemp("rows-builds")))
-
-
 def problem(op: str, dtype: str) -> CatalogProblem:
     return CatalogProblem(get_manager().ops.get(op), dims=SMALL_TIMING_DIMS, dtype=dtype)
 

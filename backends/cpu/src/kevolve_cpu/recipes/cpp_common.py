@@ -105,9 +105,13 @@ def cpp_expr(expr: Expr, math_lib: str, ct: str = "float") -> str:
             return f"(-{args[0]})"
         raise ValueError(f"no C++ spelling for {fn}")
 
-    def const(value: float) -> str:
-        if math.isinf(value):
-            return "INFINITY" if value > 0 else "-INFINITY"
-        return f"(ct_t){value!r}"
+    return render(expr, spell, cpp_literal)
 
-    return render(expr, spell, const)
+
+def cpp_literal(value: float) -> str:
+    """A compute-type literal; infinities and NaN spelled with the C macros."""
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    if math.isnan(value):
+        return "NAN"
+    return f"(ct_t){float(value)!r}"

@@ -16,7 +16,6 @@ row_softmax ``passes`` (three_pass / online), ``math`` (libm / poly) and, for so
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +28,8 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import STORAGE, compute_type, cpp_expr, math_param, prelude, threads_param
+from kevolve_cpu.recipes.cpp_common import (STORAGE, compute_type, cpp_expr, cpp_literal, math_param, prelude,
+                                            threads_param)
 
 #: below this many elements the kernel runs on the calling thread (a parallel region costs more than the work)
 _PARALLEL_MIN_ELEMENTS = 1 << 15
@@ -52,13 +52,6 @@ def _combine(op: str, acc: str, value: str) -> str:
         return f"{acc} | {value}"
     raise ValueError(f"no combine for {op!r}")
 
-
-def _literal(value: float) -> str:
-    if math.isinf(value):
-        return "INFINITY" if value > 0 else "-INFINITY"
-    if math.isnan(value):
-        return "NAN"
-    return f"(ct_t){float(value)!r}"
 
 
 def _reduce(specs: list[tuple[str, str, str, str, str]], n: str, pre: str, params: dict[str, Any],
@@ -355,7 +348,7 @@ class CppRowReduce(Recipe):
         def rows_together(n: int) -> str:
             specs, pre, stores = [], [], []
             for q in range(n):
-                specs.append((f"acc{q}", "ct_t", red.combine, _literal(red.identity), f"v{q}"))
+                specs.append((f"acc{q}", "ct_t", red.combine, cpp_literal(red.identity), f"v{q}"))
                 if propagate_nan:
                     specs.append((f"nan{q}", "int", "|", "0", f"(int)(v{q} != v{q})"))
                 pre.append(f"const ct_t v{q} = ld(xr[{q} * cols + j]);")
@@ -477,7 +470,7 @@ class CppRowNorm(Recipe):
         return ScheduleSpace(params, valid=_norm_valid)
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
-        eps = _literal(float(problem.attrs.get("eps", 1e-5)))
+        eps = cpp_literal(float(problem.attrs.get("eps", 1e-5)))
         load = "const ct_t v = ld(xr[j]);"
         affine = ("in1", "in2") if problem.name == "layer_norm" else ("in1",)
         setup, cleanup = _float_copies(problem, affine)
