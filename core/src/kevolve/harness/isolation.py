@@ -70,6 +70,15 @@ class Zygote:
         with self.cond:
             return self.exits.pop(pid, None)
 
+    def finish(self, pid: int, timeout: float = 10.0) -> None:
+        """Kill the child unless its exit was already reported (then its pid may belong to someone else),
+        wait for the report and drop it, so that a later child reusing the pid is not taken for dead."""
+        with self.cond:
+            if pid not in self.exits:
+                _kill(pid)
+            self.cond.wait_for(lambda: pid in self.exits or not self.alive(), timeout=timeout)
+            self.exits.pop(pid, None)
+
 
 _zygote: Zygote | None = None
 
@@ -119,29 +128,29 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
                     offset += len(line)
                     message = json.loads(line)
                     if "result" in message:
-                        _kill(pid)
                         return message["result"]
                     stage = message["stage"]
                     on_stage(stage)
             elapsed = time.monotonic() - started
             if status is not None:
+                pid = 0  # already reaped
                 return {"status": ev.CRASH, "stage": stage,
                         "reason": f"the kernel's process died during {stage}: {_describe_exit(status)}",
                         "evidence": {"wait_status": status}, "wall_s": elapsed}
-            if elapsed > timeout_s:
-                _kill(pid)
+            if elapsed > timeout_s:  # the child is killed on the way out (finally)
                 return {"status": ev.TIMEOUT, "stage": stage,
                         "reason": f"no result after {timeout_s:.0f} s (stuck in {stage}); the process was killed",
                         "evidence": {"timeout_s": timeout_s}, "wall_s": elapsed}
             rss = _rss_bytes(pid)
             if rss > memory_limit_bytes:
-                _kill(pid)
                 return {"status": ev.CRASH, "stage": stage,
                         "reason": f"memory blow-up: {rss / 2**30:.1f} GiB resident exceeds the "
                                   f"{memory_limit_bytes / 2**30:.1f} GiB cap during {stage}; the process was killed",
                         "evidence": {"rss_bytes": rss}, "wall_s": elapsed}
             time.sleep(0.02)
     finally:
+        if pid:
+            z.finish(pid)
         os.unlink(log_path)
 
 

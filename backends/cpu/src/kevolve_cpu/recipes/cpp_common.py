@@ -55,6 +55,23 @@ def parallel_for(threads: int, schedule: str = "static") -> str:
     return f"#pragma omp parallel for num_threads({threads}) schedule({schedule})"
 
 
+def elementwise_loop(n: str, body: str, params: dict) -> str:
+    """The loop every elementwise kernel shares: ``n`` elements in blocks of ``params["block"]`` spread over
+    ``params["threads"]``, the inner loop under the chosen ``simd`` or ``unroll`` pragma; ``body`` sees ``i``."""
+    simd = "#pragma omp simd" if params.get("simd") == "omp" else ""
+    unroll = f"#pragma GCC unroll {params['unroll']}" if params.get("unroll", 1) > 1 else ""
+    return f"""const int64_t block = {params["block"]};
+    {parallel_for(params["threads"])}
+    for (int64_t b = 0; b < {n}; b += block) {{
+        const int64_t end = std::min<int64_t>({n}, b + block);
+        {unroll}
+        {simd}
+        for (int64_t i = b; i < end; ++i) {{
+            {body}
+        }}
+    }}"""
+
+
 def thread_choices(facts: MachineFacts) -> tuple[int, ...]:
     cores = max(1, facts.parallel_units)
     choices = {1, cores}

@@ -16,7 +16,7 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import parallel_for, prelude, simd_or_unroll, threads_param
+from kevolve_cpu.recipes.cpp_common import elementwise_loop, parallel_for, prelude, simd_or_unroll, threads_param
 
 U64 = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1
@@ -467,7 +467,7 @@ class CppFeatureHash(Recipe):
         else:
             constants = ""
             mod = "const uint64_t r = h % BUCKETS;"
-        unroll = f"#pragma GCC unroll {params['unroll']}" if params["unroll"] > 1 else ""
+        body = f"uint64_t h = ids[i];\n{rounds}\n            h &= MASK63;\n            {mod}\n            o[i] = (int64_t)r;"
         return _header(problem, params) + f"""
 static const uint64_t BUCKETS = {buckets}ULL;
 static const uint64_t MASK63 = 0x{INT64_MAX:016x}ULL;
@@ -478,20 +478,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const int64_t n = kv_numel(&in[0]);
     const uint64_t* __restrict ids = (const uint64_t*)in[0].data;
     int64_t* __restrict o = (int64_t*)out[0].data;
-    const int64_t block = {params["block"]};
-    {parallel_for(params["threads"])}
-    for (int64_t b = 0; b < n; b += block) {{
-        const int64_t end = std::min(n, b + block);
-        {unroll}
-        {_simd(params)}
-        for (int64_t i = b; i < end; ++i) {{
-            uint64_t h = ids[i];
-{rounds}
-            h &= MASK63;
-            {mod}
-            o[i] = (int64_t)r;
-        }}
-    }}
+    {elementwise_loop("n", body, params)}
     return 0;
 }}
 """

@@ -9,7 +9,8 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import (compute_type, cpp_expr, math_param, parallel_for, prelude, simd_or_unroll,
+from kevolve_cpu.recipes.cpp_common import (compute_type, cpp_expr, elementwise_loop, math_param, prelude,
+                                            simd_or_unroll,
                                             threads_param)
 
 
@@ -36,25 +37,13 @@ class CppPointwise(Recipe):
         loads = " ".join(f"const ct_t {v} = ld({v}_ptr[i]);" for v in names)
         pointers = "\n".join(f"    const st_t* __restrict {v}_ptr = (const st_t*)in[{i}].data;"
                              for i, v in enumerate(names))
-        simd = "#pragma omp simd" if params["simd"] == "omp" else ""
-        unroll = f"#pragma GCC unroll {params['unroll']}" if params["unroll"] > 1 else ""
         return prelude(problem, params) + f"""
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     if (n_in != {len(names)} || n_out != 1) return 1;
     const int64_t n = kv_numel(&out[0]);
 {pointers}
     st_t* __restrict out_ptr = (st_t*)out[0].data;
-    const int64_t block = {params["block"]};
-    {parallel_for(params["threads"])}
-    for (int64_t b = 0; b < n; b += block) {{
-        const int64_t end = std::min(n, b + block);
-        {unroll}
-        {simd}
-        for (int64_t i = b; i < end; ++i) {{
-            {loads}
-            out_ptr[i] = st({cpp_expr(expr, params["math"], ct)});
-        }}
-    }}
+    {elementwise_loop("n", f"{loads} out_ptr[i] = st({cpp_expr(expr, params['math'], ct)});", params)}
     return 0;
 }}
 """
