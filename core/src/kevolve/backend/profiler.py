@@ -63,10 +63,16 @@ def roofline_metrics(request: ProfileRequest) -> d.Metrics:
 
 
 def roofline_floor(flops: float, nbytes: float, dtype: str, facts: MachineFacts) -> float:
-    """The least time any kernel could take: all bytes at the bandwidth of the level that holds them, or all
-    FLOPs at peak, whichever is slower."""
-    level = facts.level_for(nbytes)
-    return max(nbytes / level.bandwidth_bytes_per_s, flops / facts.peak_flops_for(dtype))
+    """The least time any kernel could take: all FLOPs at peak, or all bytes moved, whichever is slower. For
+    the bytes the assumption is the most lenient one: as much of the working set as the largest cache holds
+    stays there between calls (served at the fastest level that holds that much), only the rest streams from
+    the outermost level. A floor must never be stricter than the hardware."""
+    outer = facts.memory[-1]
+    cached = min(nbytes, facts.memory[-2].capacity_bytes) if len(facts.memory) > 1 else 0.0
+    memory_s = (nbytes - cached) / outer.bandwidth_bytes_per_s
+    if cached:
+        memory_s += cached / facts.level_for(cached).bandwidth_bytes_per_s
+    return max(memory_s, flops / facts.peak_flops_for(dtype))
 
 
 class RooflineProfiler(Profiler):
