@@ -12,7 +12,7 @@ import torch
 
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import KevolveError
-from kevolve.problems.problem import Problem, dtype_name
+from kevolve.problems.problem import Problem
 from kevolve.store import NodeRecord
 
 

@@ -155,19 +155,21 @@ class Store:
                        " best_fitness=MAX(best_fitness, ?) WHERE id=?",
                        (time.time(), evaluation.fitness, node.node_id, evaluation.fitness, session_id))
 
-    def nodes(self, session_id: str) -> list[NodeRecord]:
+    def nodes(self, session_id: str, node_id: int | None = None) -> list[NodeRecord]:
+        """A session's nodes with their evaluations, in order; only ``node_id`` when given."""
+        where, args = ("AND n.node_id=?", (session_id, node_id)) if node_id is not None else ("", (session_id,))
         rows = self.db.execute(
             "SELECT n.node_id, n.parent_id, n.memory_op, n.synthesizer, n.recipe, n.language, n.parameters, n.source,"
             " n.source_hash, n.note, e.data FROM nodes n JOIN evaluations e USING (session_id, node_id)"
-            " WHERE session_id=? ORDER BY n.node_id", (session_id,)).fetchall()
+            f" WHERE session_id=? {where} ORDER BY n.node_id", args).fetchall()
         return [NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7], r[8], r[9],
                            Evaluation.from_dict(json.loads(r[10]))) for r in rows]
 
     def node(self, session_id: str, node_id: int) -> NodeRecord:
-        for record in self.nodes(session_id):
-            if record.node_id == node_id:
-                return record
-        raise StoreError(f"session {session_id} has no node {node_id}")
+        found = self.nodes(session_id, node_id)
+        if not found:
+            raise StoreError(f"session {session_id} has no node {node_id}")
+        return found[0]
 
     # --- lookups across sessions ------------------------------------------------------------------------
 
