@@ -41,7 +41,7 @@ class PyToolchain(Toolchain):
     def available(self) -> tuple[bool, str]:
         return True, ""
 
-    def build(self, source: str, workdir: Path) -> BuildResult:
+    def build(self, source: str, workdir: Path, problem=None) -> BuildResult:
         try:
             compile(source, "kernel.py", "exec")
         except SyntaxError as exc:

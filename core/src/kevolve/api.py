@@ -203,8 +203,20 @@ class EvaluateResult:
         }
 
 
-LANGUAGE_BY_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c": "cpp", ".py": "numba",
-                      ".cu": "cuda", ".hip": "hip"}
+LANGUAGE_BY_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c": "cpp", ".cu": "cuda", ".hip": "hip"}
+#: Python-embedded kernel languages, told apart by the module the file imports
+PYTHON_LANGUAGES = {"triton": "import triton", "numba": "import numba"}
+
+
+def guess_language(path: Path, source: str, languages: Sequence[str]) -> str | None:
+    """The language of a kernel file from its suffix; for ``.py`` files, the Python-embedded language the
+    target builds whose module the file imports."""
+    if path.suffix != ".py":
+        return LANGUAGE_BY_SUFFIX.get(path.suffix)
+    for language, marker in PYTHON_LANGUAGES.items():
+        if language in languages and marker in source:
+            return language
+    return None
 
 
 def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, language: str | None = None,
@@ -217,7 +229,7 @@ def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, l
     except (OSError, UnicodeDecodeError) as exc:
         raise KernelFileError(f"cannot read kernel file {path}: {exc}") from None
     registered = usable_target(target)
-    language = language or LANGUAGE_BY_SUFFIX.get(path.suffix)
+    language = language or guess_language(path, source, registered.spec.languages)
     if language not in registered.spec.languages:
         raise KernelFileError(
             f"{path}: cannot tell its language from the suffix {path.suffix!r} or {language!r} is not one "
@@ -235,7 +247,7 @@ def load_kernel(problem: Problem, target: str, source: str, language: str) -> Ca
     registered = usable_target(target)
     toolchain = registered.backend.toolchain(registered.spec, language)
     workdir = Path(HarnessConfig().workdir) / registered.spec.name / Candidate(source, language).source_hash
-    build = toolchain.build(source, workdir)
+    build = toolchain.build(source, workdir, problem)
     runner = registered.backend.runner(registered.spec)
     kernel = runner.load(build)
     example = problem.make_inputs(problem.check_dims()[0], torch.Generator().manual_seed(0))

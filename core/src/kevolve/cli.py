@@ -161,8 +161,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.print(f"rejected: {ev.reason}", markup=False)
             if ev.evidence.get("log"):
                 out.print(ev.evidence["log"], markup=False, highlight=False)
-        for name, sp in ev.speedups.items():
-            out.print(f"  vs {name}: {sp.median:.2f}x [{sp.low:.2f}..{sp.high:.2f}]")
+        for line in ev.timing_lines():
+            out.print(line, markup=False)
         if ev.diagnosis:
             out.print(f"diagnosis: {ev.diagnosis.summary}", markup=False)
     return 0 if ev.correct else 1

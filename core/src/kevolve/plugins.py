@@ -126,3 +126,16 @@ def reset_manager() -> None:
 def worker_bootstrap() -> dict[str, Any]:
     """What a worker process needs to see the same plugins as this one."""
     return {"sys_path": list(sys.path), "modules": list(get_manager().modules)}
+
+
+def adopt_bootstrap(bootstrap: dict[str, Any]) -> Manager:
+    """In a worker or helper process: load the plugins :func:`worker_bootstrap` named and make them this
+    process's manager, so problems rebuilt from specs see the same ops."""
+    global get_manager
+    for entry in bootstrap["sys_path"]:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    manager = build_manager(bootstrap["modules"])
+    get_manager.cache_clear()
+    get_manager = lambda: manager  # noqa: E731
+    return manager

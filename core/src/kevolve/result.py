@@ -45,6 +45,8 @@ class OptimizeResult:
         if node is None or not node.evaluation.correct:
             return 0.0
         timings = node.evaluation.timings
+        if "eager" not in timings:
+            return 0.0
         return timings["eager"].median / timings["kernel"].median
 
     @property
@@ -85,6 +87,9 @@ class OptimizeResult:
             "baselines": self.baselines,
             "kernel_seconds": evaluation.timings["kernel"].median if evaluation and "kernel" in evaluation.timings
             else None,
+            "untimed": evaluation.untimed if evaluation else "",
+            "estimate": evaluation.estimate if evaluation else {},
+            "resources": evaluation.resources if evaluation else {},
             "best": {"node": self.best.node_id, "language": self.language, "recipe": self.best.recipe,
                      "parameters": self.parameters, "source": self.source} if self.best else None,
             "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
@@ -109,11 +114,7 @@ class OptimizeResult:
         node = self._measured
         ev = node.evaluation
         lines.append(f"best: node {self.best.node_id}, {self.language} ({self.best.recipe}) {self.parameters}")
-        lines.append(f"kernel {ev.timings['kernel'].median * 1e6:.1f} us "
-                     f"[{ev.timings['kernel'].p10 * 1e6:.1f}..{ev.timings['kernel'].p90 * 1e6:.1f}]")
-        for name, sp in ev.speedups.items():
-            lines.append(f"  vs {name}: {ev.timings[name].median * 1e6:.1f} us -> {sp.median:.2f}x "
-                         f"[{sp.low:.2f}..{sp.high:.2f}]")
+        lines.extend(ev.timing_lines())
         if self.diagnosis:
             lines.append(f"diagnosis: {self.diagnosis.summary}")
         statuses: dict[str, int] = {}

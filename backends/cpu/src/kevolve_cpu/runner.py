@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-
 import torch
 
-from kevolve.backend.runner import KernelFn, Runner
+from kevolve.backend.runner import KernelFn, Runner, load_kernel_module
 from kevolve.backend.toolchain import BuildResult
 from kevolve_cpu.cpp_loader import CppKernel
-
-_module_ids = itertools.count()
 
 
 def load_numba(path: str) -> KernelFn:
     """A numba kernel file defines ``kernel(*arrays)``: numpy views of the inputs, then of the outputs."""
-    spec = importlib.util.spec_from_file_location(f"kevolve_numba_kernel_{next(_module_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fn = getattr(module, "kernel", None)
-    if fn is None:
-        raise ValueError(f"{path} defines no `kernel(*arrays)` function")
+    _, fn = load_kernel_module(path)
 
     def call(inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
         fn(*[t.numpy() for t in inputs], *[t.numpy() for t in outputs])

@@ -58,7 +58,7 @@ class CppToolchain(Toolchain):
             return "none"
         return f"{_compiler_version(self.compiler)} {' '.join(CXXFLAGS)}"
 
-    def build(self, source: str, workdir: Path) -> BuildResult:
+    def build(self, source: str, workdir: Path, problem=None) -> BuildResult:
         ok, why = self.available()
         if not ok:
             raise CompileError(why)
@@ -128,7 +128,7 @@ class NumbaToolchain(Toolchain):
         except ImportError:
             return "none"
 
-    def build(self, source: str, workdir: Path) -> BuildResult:
+    def build(self, source: str, workdir: Path, problem=None) -> BuildResult:
         ok, why = self.available()
         if not ok:
             raise CompileError(why)

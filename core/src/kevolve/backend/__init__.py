@@ -2,9 +2,10 @@
 
 from kevolve.backend.base import Backend
 from kevolve.backend.classifier import Classifier, RooflineClassifier
+from kevolve.backend.estimator import Estimator
 from kevolve.backend.profiler import Profiler, RooflineProfiler
 from kevolve.backend.runner import KernelFn, Runner
 from kevolve.backend.toolchain import BuildResult, Toolchain
 
-__all__ = ["Backend", "BuildResult", "Classifier", "KernelFn", "Profiler", "RooflineClassifier",
+__all__ = ["Backend", "BuildResult", "Classifier", "Estimator", "KernelFn", "Profiler", "RooflineClassifier",
            "RooflineProfiler", "Runner", "Toolchain"]

@@ -10,6 +10,7 @@ from kevolve.target import MachineFacts, TargetSpec
 
 if TYPE_CHECKING:
     from kevolve.backend.classifier import Classifier
+    from kevolve.backend.estimator import Estimator
     from kevolve.backend.profiler import Profiler
     from kevolve.backend.runner import Runner
     from kevolve.backend.toolchain import Toolchain
@@ -35,6 +36,16 @@ class Backend(ABC):
     @abstractmethod
     def runner(self, target: TargetSpec) -> "Runner":
         """Loads built kernels and times them. Called inside the isolated worker process."""
+
+    def timing(self, target: TargetSpec) -> tuple[bool, str]:
+        """Whether kernels for ``target`` can be timed on this machine; if not, the reason, shown with every
+        result (e.g. a GPU target compiled and checked on a machine without the GPU)."""
+        return True, ""
+
+    def estimator(self, target: TargetSpec) -> "Estimator | None":
+        """A static cost model ranking candidates when :meth:`timing` says no; None: such candidates are only
+        checked for correctness."""
+        return None
 
     def profiler(self, target: TargetSpec) -> "Profiler":
         from kevolve.backend.profiler import RooflineProfiler

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from kevolve import diagnosis as d
 from kevolve.target import MachineFacts
@@ -25,6 +25,11 @@ class ProfileRequest:
     parameters: dict
     #: resource usage reported by the toolchain (registers, spills, stack bytes, ...)
     resources: dict
+    #: for profilers that run the kernel in a process of their own (e.g. under Nsight Compute): the built
+    #: artifact, the problem's spec and the plugin bootstrap that rebuild the same call there
+    artifact: str = ""
+    problem_spec: dict[str, Any] = field(default_factory=dict)
+    bootstrap: dict[str, Any] = field(default_factory=dict)
 
 
 class Profiler(ABC):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import time
 from abc import ABC, abstractmethod
+from types import ModuleType
 from typing import Callable, Protocol
 
 import torch
@@ -15,9 +18,28 @@ class KernelFn(Protocol):
     def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None: ...
 
 
+_module_ids = itertools.count()
+
+
+def load_kernel_module(path: str, entry: str = "kernel") -> tuple[ModuleType, Callable]:
+    """Import a Python kernel file under a fresh module name (two candidates never share module state) and
+    return it with its entry point; a file without one is a load error that names it."""
+    spec = importlib.util.spec_from_file_location(f"kevolve_kernel_{next(_module_ids)}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, entry, None)
+    if not callable(fn):
+        raise ValueError(f"{path} defines no `{entry}` function")
+    return module, fn
+
+
 class Runner(ABC):
     #: torch device the kernel's inputs and outputs live on
     device: str = "cpu"
+    #: modules of the language's own runtime whose tensor plumbing (e.g. the Triton interpreter copying
+    #: arguments to the host and back) is not the kernel's computation; torch ops they dispatch are not held
+    #: against the kernel. Ops dispatched from the kernel's own code always are.
+    plumbing_modules: tuple[str, ...] = ()
 
     @abstractmethod
     def load(self, build: BuildResult) -> KernelFn:

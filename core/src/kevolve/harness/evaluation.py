@@ -60,17 +60,56 @@ class Evaluation:
     diagnosis: Diagnosis | None = None
     build_command: str = ""
     wall_s: float = 0.0
+    #: why the kernel was not timed on hardware (empty when it was, or when timing was not asked for)
+    untimed: str = ""
+    #: the backend's static cost model when it was not timed (modeled seconds, roofline floor, breakdown)
+    estimate: dict[str, Any] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:
         return self.status == OK
 
     @property
-    def fitness(self) -> float:
-        """eager time / kernel time; 0 when the kernel is wrong or was not timed."""
-        if not self.correct or "eager" not in self.speedups:
+    def modeled_fraction(self) -> float:
+        """Roofline floor / modeled time: how close the static cost model puts the kernel to the roofline."""
+        from kevolve.backend.estimator import MODELED_TIME_S
+        from kevolve.diagnosis import FLOOR_S
+
+        modeled, floor = self.estimate.get(MODELED_TIME_S), self.estimate.get(FLOOR_S)
+        if not isinstance(modeled, (int, float)) or not isinstance(floor, (int, float)) or modeled <= 0:
             return 0.0
-        return self.speedups["eager"].median
+        return floor / modeled
+
+    @property
+    def fitness(self) -> float:
+        """eager time / kernel time when timed; the modeled fraction of the roofline when only a static cost
+        model ranked it (a session never mixes the two); 0 when wrong or neither."""
+        if not self.correct:
+            return 0.0
+        if "eager" in self.speedups:
+            return self.speedups["eager"].median
+        return self.modeled_fraction
+
+    def timing_lines(self) -> list[str]:
+        """The measured times and speedups, or why there are none and what the cost model says instead."""
+        lines = []
+        if "kernel" in self.timings:
+            k = self.timings["kernel"]
+            lines.append(f"kernel {k.median * 1e6:.1f} us [{k.p10 * 1e6:.1f}..{k.p90 * 1e6:.1f}]")
+        for name, sp in self.speedups.items():
+            lines.append(f"  vs {name}: {self.timings[name].median * 1e6:.1f} us -> {sp.median:.2f}x "
+                         f"[{sp.low:.2f}..{sp.high:.2f}]")
+        if self.untimed:
+            lines.append(f"not timed on hardware: {self.untimed}")
+        if self.estimate:
+            from kevolve.backend.estimator import MODEL, MODELED_TIME_S
+            from kevolve.diagnosis import FLOOR_S
+
+            lines.append(f"static estimate ({self.estimate.get(MODEL, 'cost model')}): "
+                         f"{float(self.estimate.get(MODELED_TIME_S, 0)) * 1e6:.1f} us modeled, roofline floor "
+                         f"{float(self.estimate.get(FLOOR_S, 0)) * 1e6:.1f} us ({self.modeled_fraction:.0%} of the "
+                         "roofline); a ranking, not a measurement")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -59,7 +59,7 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
     workdir = Path(config.workdir) / registered.spec.name / candidate.source_hash
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        build = toolchain.build(candidate.source, workdir)
+        build = toolchain.build(candidate.source, workdir, problem)
     except CompileError as exc:
         return Evaluation(ev.COMPILE_ERROR, "compile", str(exc.args[0]), {"log": exc.log, "repro": exc.repro},
                           build_command=exc.repro, wall_s=time.perf_counter() - started)
@@ -79,4 +79,5 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
         speedups={k: ev.Speedup(**v) for k, v in raw.get("speedups", {}).items()},
         resources=raw.get("resources", build.resources), diagnosis=Diagnosis.from_dict(raw.get("diagnosis")),
         build_command=build.command, wall_s=time.perf_counter() - started,
+        untimed=raw.get("untimed", ""), estimate=raw.get("estimate", {}),
     )

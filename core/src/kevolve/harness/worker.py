@@ -28,16 +28,29 @@ _VIEW_OPS = {"aten.detach.default", "aten.alias.default", "aten.view.default", "
 
 class _TorchCallRecorder(TorchDispatchMode):
     """Records every computing ATen op dispatched while a kernel runs: a kernel must not hand its work to
-    PyTorch."""
+    PyTorch. Ops whose nearest caller outside torch is one of the runner's ``plumbing`` modules are the
+    language runtime moving arguments, not the kernel computing, and are let through."""
 
-    def __init__(self) -> None:
+    def __init__(self, plumbing: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.ops: list[str] = []
+        self.plumbing = plumbing
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if str(func) not in _VIEW_OPS:
+        if str(func) not in _VIEW_OPS and not self._from_plumbing():
             self.ops.append(str(func))
         return func(*args, **(kwargs or {}))
+
+    def _from_plumbing(self) -> bool:
+        if not self.plumbing:
+            return False
+        frame = sys._getframe(2)
+        while frame is not None:
+            module = frame.f_globals.get("__name__", "")
+            if module != __name__ and module.split(".")[0] != "torch":
+                return module.startswith(self.plumbing)
+            frame = frame.f_back
+        return False
 
 
 class Rejected(Exception):
@@ -64,7 +77,7 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             pristine = [t.clone() for t in inputs]
             expected = [t.to(runner.device) for t in problem.reference([t.clone() for t in inputs])]
             outputs = checks.allocate_poisoned(expected, round_, runner.device)
-            recorder = _TorchCallRecorder()
+            recorder = _TorchCallRecorder(runner.plumbing_modules)
             try:
                 with recorder:
                     kernel(inputs, outputs)
@@ -132,18 +145,11 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any]) ->
 def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
     from kevolve.backend.profiler import ProfileRequest, roofline_floor
     from kevolve.backend.toolchain import BuildResult
-    from kevolve.plugins import build_manager
+    from kevolve.plugins import adopt_bootstrap
     from kevolve.problems.problem import dtype_name, problem_from_spec
 
     started = time.perf_counter()
-    for entry in task["bootstrap"]["sys_path"]:
-        if entry not in sys.path:
-            sys.path.append(entry)
-    import kevolve.plugins as plugins
-
-    manager = build_manager(task["bootstrap"]["modules"])
-    plugins.get_manager.cache_clear()
-    plugins.get_manager = lambda: manager  # problems rebuilt from specs must see the same plugins
+    manager = adopt_bootstrap(task["bootstrap"])
     registered = manager.target(task["target"])
     backend, spec = registered.backend, registered.spec
     problem = problem_from_spec(task["problem"])
@@ -159,7 +165,10 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
                            {"traceback": traceback.format_exc()})
         check_correctness(problem, kernel, runner, config, report)
-        if not config["time"]:
+        timed, untimed_reason = backend.timing(spec)
+        if not config["time"] or not timed:
+            if not timed:
+                result.update(untimed=untimed_reason, **_estimate(problem, backend, spec, build, task))
             return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
         report("timing")
         timings, speedups, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config)
@@ -178,7 +187,8 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         report("profile")
         request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
                                  bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
-                                 resources=build.resources)
+                                 resources=build.resources, artifact=build.artifact, problem_spec=task["problem"],
+                                 bootstrap=task["bootstrap"])
         profiler = backend.profiler(spec)
         metrics = profiler.profile(request)
         diagnosis = backend.classifier(spec).classify(metrics, facts, profiler.name)
@@ -187,6 +197,26 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         result.update(status=rej.status, stage=rej.stage, reason=rej.reason, evidence=_plain(rej.evidence))
     result["wall_s"] = time.perf_counter() - started
     return result
+
+
+def _estimate(problem, backend, spec, build, task: dict[str, Any]) -> dict[str, Any]:
+    """The backend's static cost model for a kernel that cannot be timed here, and the diagnosis it implies."""
+    from kevolve.backend.profiler import ProfileRequest
+    from kevolve.problems.problem import dtype_name
+
+    estimator = backend.estimator(spec)
+    if estimator is None:
+        return {}
+    dims = problem.dims
+    inputs = problem.make_inputs(dims, torch.Generator().manual_seed(0))
+    outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in problem.output_specs(inputs)]
+    facts = backend.facts(spec)
+    request = ProfileRequest(run=lambda: None, time_s=0.0, flops=problem.flops(dims),
+                             bytes=problem.bytes_moved(dims, inputs, outputs), dtype=dtype_name(problem.dtype),
+                             facts=facts, parameters=task.get("parameters", {}), resources=build.resources)
+    metrics = estimator.estimate(request)
+    diagnosis = backend.classifier(spec).classify(metrics, facts, estimator.name)
+    return {"estimate": _plain(metrics), "diagnosis": diagnosis.to_dict()}
 
 
 def _plain(value: Any) -> Any:

@@ -1,0 +1,41 @@
+"""The NVIDIA classifier: with Nsight Compute counters it judges by what the hardware saw (DRAM and SM
+throughput as % of peak, achieved occupancy); without them it falls back to the roofline classifier."""
+
+from __future__ import annotations
+
+from kevolve import diagnosis as d
+from kevolve.backend.classifier import RooflineClassifier
+from kevolve.target import MachineFacts
+
+from kevolve_nvidia.ncu import DRAM_FRACTION, L2_HIT, NCU_DURATION_S, SM_FRACTION
+
+
+class NvidiaClassifier(RooflineClassifier):
+    busy_at = 0.6
+    low_occupancy = 0.25
+    short_s = 15e-6
+
+    def classify(self, metrics: d.Metrics, facts: MachineFacts, source: str) -> d.Diagnosis:
+        if DRAM_FRACTION not in metrics:
+            return super().classify(metrics, facts, source)
+        dram, sm = float(metrics[DRAM_FRACTION]), float(metrics[SM_FRACTION])
+        occupancy = float(metrics.get(d.OCCUPANCY, 1.0))
+        spills = float(metrics.get(d.SPILL_BYTES, 0.0))
+        duration = float(metrics[NCU_DURATION_S])
+        numbers = (f"ncu: DRAM {dram:.0%} of peak, SM {sm:.0%}, achieved occupancy {occupancy:.0%}, "
+                   f"{float(metrics.get(d.REGISTERS, 0)):.0f} registers/thread, {spills:.0f} spill bytes/thread, "
+                   f"L2 hit {float(metrics.get(L2_HIT, 0)):.0%}, {duration * 1e6:.1f} us")
+        if spills > 0:
+            kind, why = d.SPILL_BOUND, "registers spill to local memory"
+        elif dram >= self.busy_at and dram >= sm:
+            kind, why = d.MEMORY_BOUND, "DRAM throughput near its peak"
+        elif sm >= self.busy_at:
+            kind, why = d.COMPUTE_BOUND, "SM pipelines near their peak"
+        elif occupancy < self.low_occupancy:
+            kind, why = d.OCCUPANCY_LIMITED, "too few warps resident to hide latency"
+        elif duration < self.short_s:
+            kind, why = d.LATENCY_BOUND, "too short for either unit to reach its peak"
+        else:
+            kind = d.MEMORY_BOUND if dram >= sm else d.COMPUTE_BOUND
+            why = "below both peaks; the larger one names the limiter"
+        return d.Diagnosis(kind, f"{kind}: {why}; {numbers}", metrics, source)

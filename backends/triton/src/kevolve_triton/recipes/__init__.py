@@ -1,0 +1,11 @@
+"""Every Triton recipe, shared by all backends that run Triton kernels."""
+
+from __future__ import annotations
+
+from kevolve.synthesis.recipe import Recipe
+
+
+def all_recipes() -> list[Recipe]:
+    from kevolve_triton.recipes import pointwise
+
+    return [*pointwise.RECIPES]

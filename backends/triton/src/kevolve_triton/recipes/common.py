@@ -1,0 +1,110 @@
+"""What every Triton recipe shares: the file header, dtype spellings, the expression printer, and the launch
+knobs a target exposes.
+
+Launch knobs come from the target's TOML (``[facts.extra.triton.launch]`` for every family,
+``[facts.extra.triton.launch_<family>]`` for one family, ``[facts.extra.triton.defaults]``), so a backend adds
+its own (AMD's ``waves_per_eu``, ``matrix_instr_nonkdim``, ``kpack``) by listing them, not by copying recipes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from kevolve import diagnosis as d
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.expr import Expr, render
+from kevolve.synthesis.schedule import Param
+from kevolve.target import MachineFacts
+
+from kevolve_triton.device import triton_facts
+
+TL_TYPES = {
+    torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
+    torch.float64: "tl.float64", torch.int64: "tl.int64", torch.int32: "tl.int32",
+}
+
+#: Triton's launch options (keywords of ``kernel[grid](..., num_warps=4)``), as opposed to constexprs
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+#: how Triton's own launch knobs respond to a diagnosis (+1: next choice, -1: previous); a target's TOML may
+#: add or override responses for its knobs under ``[facts.extra.triton.responds.<knob>]``
+RESPONSES: dict[str, dict[str, int]] = {
+    "num_warps": {d.SPILL_BOUND: +1, d.LATENCY_BOUND: -1, d.COMPUTE_BOUND: +1},
+    "num_stages": {d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1},
+}
+
+
+def compute_type(dtype: torch.dtype) -> str:
+    return "tl.float64" if dtype == torch.float64 else "tl.float32"
+
+
+def tl_type(dtype: torch.dtype) -> str:
+    return TL_TYPES[dtype]
+
+
+def header(problem: Problem, params: dict[str, Any]) -> str:
+    return (f"# kevolve generated kernel: {problem.describe()}\n"
+            f"# parameters: {', '.join(f'{k}={v}' for k, v in params.items())}\n"
+            "import triton\nimport triton.language as tl\n\n\n")
+
+
+_SPELLINGS = {
+    "exp": "tl.exp({})", "log": "tl.log({})", "erf": "tl.erf({})", "sqrt": "tl.sqrt({})",
+    "rsqrt": "tl.rsqrt({})", "abs": "tl.abs({})", "neg": "(-{})",
+    # no tanh in portable Triton; this form is exact to a few ulps away from 0 and saturates correctly
+    "tanh": "(2.0 / (1.0 + tl.exp(-2.0 * {})) - 1.0)",
+}
+
+
+def triton_expr(expr: Expr) -> str:
+    """Print a core scalar expression in Triton. max/min propagate NaN like torch."""
+
+    def spell(fn: str, args: list[str]) -> str:
+        if fn in _SPELLINGS:
+            return _SPELLINGS[fn].format(*args)
+        if fn in ("max", "min"):
+            cmp = ">" if fn == "max" else "<"
+            return f"tl.where(({args[0]} {cmp} {args[1]}) | ({args[0]} != {args[0]}), {args[0]}, {args[1]})"
+        raise ValueError(f"no Triton spelling for {fn}")
+
+    def const(value: float) -> str:
+        return (f"{'' if value > 0 else '-'}float('inf')") if math.isinf(value) else repr(float(value))
+
+    return render(expr, spell, const)
+
+
+def pow2_range(low: int, high: int) -> tuple[int, ...]:
+    """Powers of two from ``low`` to ``high`` inclusive (at least ``(low,)``)."""
+    out, value = [], low
+    while value <= high:
+        out.append(value)
+        value *= 2
+    return tuple(out) or (low,)
+
+
+def launch_params(facts: MachineFacts, family: str) -> list[Param]:
+    """The launch knobs the target lists for every family and for ``family``, with their responses."""
+    table = triton_facts(facts)
+    knobs = {**table.get("launch", {"num_warps": [1, 2, 4, 8]}), **table.get(f"launch_{family}", {})}
+    defaults = table.get("defaults", {})
+    responds = {**RESPONSES, **table.get("responds", {})}
+    params = []
+    for name, choices in knobs.items():
+        if name not in LAUNCH_OPTIONS:
+            raise ValueError(f"[facts.extra.triton] lists {name!r}, not a Triton launch option {LAUNCH_OPTIONS}")
+        default = defaults.get(name)
+        params.append(Param(name, tuple(choices), dict(responds.get(name, {})),
+                            default=default if default in choices else None))
+    return params
+
+
+def launch_args(params: dict[str, Any]) -> str:
+    """The launch keywords of a parameter point, to append to a kernel launch's argument list."""
+    return "".join(f", {name}={params[name]!r}" for name in LAUNCH_OPTIONS if name in params)
+
+
+def warp_size(facts: MachineFacts) -> int:
+    return int(triton_facts(facts).get("warp_size", 32))

@@ -1,0 +1,70 @@
+"""Runners for Triton kernel files: the Triton interpreter on the CPU (correctness anywhere, no timing), or a
+GPU through PyTorch's device API (CUDA and ROCm alike) timed with device events on a cold L2."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import torch
+
+from kevolve.backend.runner import KernelFn, Runner, load_kernel_module
+from kevolve.backend.toolchain import BuildResult
+
+from kevolve_triton.toolchain import ENV
+
+
+class TritonInterpreterRunner(Runner):
+    """Runs kernels through ``TRITON_INTERPRET=1`` on CPU tensors: numerically what the kernel computes,
+    nothing about how fast. The interpreter copies arguments to host buffers and back through torch; those
+    copies are its plumbing, not the kernel's computation."""
+
+    device = "cpu"
+    plumbing_modules = ("triton.runtime.interpreter",)
+
+    def load(self, build: BuildResult) -> KernelFn:
+        os.environ.update(ENV)
+        os.environ["TRITON_INTERPRET"] = "1"  # read when the file's @triton.jit decorators run
+        _, fn = load_kernel_module(build.artifact)
+        return fn
+
+
+class TritonGpuRunner(Runner):
+    """Launches on the GPU. Each timed call starts with L2 evicted (a write over a buffer twice the L2 size)
+    and is timed by its own pair of device events, so queued launches of the CPU side do not count."""
+
+    def __init__(self, device: str = "cuda", flush_bytes: int = 256 << 20) -> None:
+        self.device = device
+        self.flush_bytes = flush_bytes
+        self._flush: torch.Tensor | None = None
+
+    def load(self, build: BuildResult) -> KernelFn:
+        os.environ.update(ENV)
+        os.environ.pop("TRITON_INTERPRET", None)
+        _, fn = load_kernel_module(build.artifact)
+        return fn
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
+
+    def flush_cache(self) -> None:
+        if self._flush is None:
+            self._flush = torch.empty(self.flush_bytes, dtype=torch.int8, device=self.device)
+        self._flush.zero_()
+
+    def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
+                         inner: dict[str, int]) -> dict[str, list[float]]:
+        samples: dict[str, list[float]] = {name: [] for name in thunks}
+        for _ in range(repeats):
+            for name, thunk in thunks.items():
+                events = []
+                for _ in range(inner[name]):
+                    self.flush_cache()
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    thunk()
+                    end.record()
+                    events.append((start, end))
+                torch.cuda.synchronize()
+                samples[name].append(sum(s.elapsed_time(e) for s, e in events) / 1e3 / len(events))
+        return samples

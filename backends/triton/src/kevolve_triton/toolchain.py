@@ -1,0 +1,127 @@
+"""The Triton toolchain: checks a kernel file and, for GPU targets, compiles every launch it makes ahead of
+time for the target's architecture (no device needed) to report registers, spills, shared memory and the
+occupancy that follows."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kevolve import diagnosis as d
+from kevolve.backend.toolchain import BuildResult, Toolchain
+from kevolve.errors import CompileError
+
+if TYPE_CHECKING:
+    from kevolve.problems.problem import Problem
+
+COMPILE_TIMEOUT_S = 300
+#: Triton 3.9 warns when FP fusion is left to its default; fix it to the documented default (fusion on) so
+#: every supported version compiles the same way
+ENV = {"TRITON_DEFAULT_FP_FUSION": "1"}
+
+#: the launcher is Python: these would let it compute outside Triton (numpy on host views, Python loops over
+#: values read back from the device)
+FORBIDDEN = {
+    r"\bnumpy\b|\bnp\.": "computes with numpy",
+    r"\.(?:tolist|item|numpy|cpu|cuda)\s*\(": "reads tensor values back into Python",
+    r"__class__|__subclasses__|__globals__|\bgetattr\b|\beval\b|\bexec\b": "reaches for objects indirectly",
+    r"\bcupy\b|\bnumba\b|\bjax\b": "hands the computation to another array library",
+}
+
+
+@cache
+def triton_version() -> str:
+    try:
+        import triton
+
+        return f"triton {triton.__version__}"
+    except ImportError:
+        return "none"
+
+
+def summarize(report: list[dict[str, Any]]) -> dict[str, float]:
+    """One resource dict for a kernel file from its per-launch report: the worst launch on each count
+    (most registers, most spills, lowest occupancy), plus how many launches one call makes."""
+    summary: dict[str, float] = {"launches": float(len(report))}
+    for entry in report:
+        for key, value in entry.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            worse = min if key in (d.OCCUPANCY, "programs_per_unit") else max
+            summary[key] = float(worse(summary[key], value)) if key in summary else float(value)
+    return summary
+
+
+class TritonToolchain(Toolchain):
+    language = "triton"
+    forbidden_patterns = FORBIDDEN
+
+    def __init__(self, target_name: str, compile_ahead: bool = True) -> None:
+        self.target_name = target_name
+        self.compile_ahead = compile_ahead
+
+    def version(self) -> str:
+        return triton_version()
+
+    def available(self) -> tuple[bool, str]:
+        if triton_version() == "none":
+            return False, "triton is not installed: `pip install triton`"
+        return True, ""
+
+    def build(self, source: str, workdir: Path, problem: "Problem | None" = None) -> BuildResult:
+        ok, why = self.available()
+        if not ok:
+            raise CompileError(why)
+        workdir.mkdir(parents=True, exist_ok=True)
+        path = workdir / "kernel.py"
+        path.write_text(source)
+        try:
+            compile(source, str(path), "exec")
+        except SyntaxError as exc:
+            raise CompileError(f"syntax error in the kernel file: {exc}", repro=f"python -m py_compile {path}") \
+                from None
+        if not self.compile_ahead or problem is None:
+            return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")
+        report, repro = self._compile_ahead(source, workdir, problem)
+        return BuildResult(language=self.language, artifact=str(path), command=repro,
+                           log=json.dumps(report), resources=summarize(report))
+
+    def _compile_ahead(self, source: str, workdir: Path, problem: "Problem") -> tuple[list[dict], str]:
+        from kevolve.plugins import worker_bootstrap
+
+        task = {"target": self.target_name, "problem": problem.to_spec(), "bootstrap": worker_bootstrap()}
+        stamp = json.dumps({"source": source, "version": self.version(), "target": self.target_name,
+                            "problem": problem.to_spec()}, sort_keys=True, default=str)
+        report_path, stamp_path = workdir / "resources.json", workdir / "aot.stamp"
+        command = [sys.executable, "-m", "kevolve_triton.aot", str(workdir)]
+        repro = " ".join(f"{k}={v}" for k, v in ENV.items()) + " " + shlex.join(command)
+        if report_path.exists() and stamp_path.exists() and stamp_path.read_text() == stamp:
+            return json.loads(report_path.read_text()), repro
+        report_path.unlink(missing_ok=True)
+        (workdir / "aot.json").write_text(json.dumps(task, default=str))
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                                  env={**os.environ, **ENV})
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"Triton compile ran past {COMPILE_TIMEOUT_S} s", repro=repro) from None
+        if proc.returncode != 0:
+            raise CompileError(f"Triton compile for {self.target_name} failed: {_last_error(proc.stderr)}",
+                               log=proc.stderr, repro=repro)
+        stamp_path.write_text(stamp)
+        return json.loads(report_path.read_text()), repro
+
+
+def _last_error(stderr: str) -> str:
+    """The line of a Python traceback that says what went wrong (the compiler's own message follows in the
+    log, verbatim)."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if not line.startswith(" ") and ("Error" in line or "error" in line):
+            return line.strip()[:300]
+    return lines[-1][:300] if lines else "no output"
