@@ -16,14 +16,13 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import torch
-
 import kevolve
+import torch
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.plugins import get_manager
+from report import fmt_speedup, fmt_time, search_and_time
 
 
 def machine() -> dict:
@@ -39,30 +38,6 @@ def machine() -> dict:
             "dram_copy_gbps": round(facts.memory[-1].bandwidth_bytes_per_s / 1e9, 1),
             "peak_fp32_gflops": round(facts.peak_flops["float32"] / 1e9, 1),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-
-
-def run(op: str, budget: int, store: Path, harness: HarnessConfig) -> dict:
-    started = time.perf_counter()
-    result = kevolve.optimize(op, target="cpu", budget=budget, seed=0, store=store, again=True,
-                              baselines=("eager", "compile"), harness=harness)
-    row = {"op": op, "shape": result.problem.dims, "dtype": str(result.problem.dtype).removeprefix("torch."),
-           "correct": result.correct, "candidates": len(result.nodes), "search_s": time.perf_counter() - started}
-    if result.final is not None and result.final.evaluation.correct:
-        ev = result.final.evaluation
-        row.update(
-            timings={k: vars(v) for k, v in ev.timings.items()},
-            speedups={k: vars(v) for k, v in ev.speedups.items()},
-            recipe=result.best.recipe, language=result.language, parameters=result.parameters,
-            diagnosis=ev.diagnosis.summary if ev.diagnosis else "")
-    return row
-
-
-def fmt_time(t: dict) -> str:
-    return f"{t['median'] * 1e3:.3f} [{t['p10'] * 1e3:.3f}..{t['p90'] * 1e3:.3f}]"
-
-
-def fmt_speedup(s: dict) -> str:
-    return f"{s['median']:.2f}x [{s['low']:.2f}..{s['high']:.2f}]"
 
 
 def table(rows: list[dict], info: dict, budget: int) -> str:
@@ -106,7 +81,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for op in args.ops:
-            rows.append(run(op, args.budget, Path(tmp) / "bench.sqlite", harness))
+            rows.append(search_and_time(op, "cpu", args.budget, Path(tmp) / "bench.sqlite", harness))
             r = rows[-1]
             print(op, r["correct"], {k: round(v["median"], 2) for k, v in r.get("speedups", {}).items()},
                   f"{r['search_s']:.0f}s", file=sys.stderr, flush=True)

@@ -35,9 +35,11 @@ def test_missing_plugin_module_is_reported(monkeypatch):
     assert any("ModuleNotFoundError" in f.error for f in manager.failures)
 
 
-def test_known_target_not_installed_names_distribution():
+def test_known_target_not_installed_names_distribution(monkeypatch):
+    monkeypatch.setenv("KEVOLVE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.delenv("KEVOLVE_PLUGINS", raising=False)
     with pytest.raises(UnknownTargetError, match="pip install kevolve-nvidia"):
-        get_manager().target("nvidia_h100")
+        build_manager().target("nvidia_h100")
 
 
 def test_unknown_target_suggests_close_names(fake_plugin):

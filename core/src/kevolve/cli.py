@@ -92,7 +92,7 @@ class _ProgressView:
         self.best = 0.0
         self.started = False
 
-    def __enter__(self) -> "_ProgressView":
+    def __enter__(self) -> _ProgressView:
         return self
 
     def __exit__(self, *exc: object) -> None:

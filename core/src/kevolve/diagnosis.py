@@ -7,7 +7,7 @@ metrics into a :class:`Diagnosis`. The search and the synthesizers act on ``kind
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any
 
 MEMORY_BOUND = "memory-bound"
 COMPUTE_BOUND = "compute-bound"
@@ -17,7 +17,7 @@ SPILL_BOUND = "spill-bound"
 UNKNOWN = "unknown"
 KINDS = (MEMORY_BOUND, COMPUTE_BOUND, OCCUPANCY_LIMITED, LATENCY_BOUND, SPILL_BOUND)
 
-Metrics = dict[str, Union[float, str]]
+Metrics = dict[str, float | str]
 
 # Metric keys every profiler may report (vendor-neutral).
 TIME_S = "time_s"                          # median seconds per call
@@ -47,5 +47,5 @@ class Diagnosis:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Diagnosis | None":
+    def from_dict(cls, data: dict[str, Any] | None) -> Diagnosis | None:
         return cls(**data) if data else None

@@ -24,7 +24,7 @@ hookimpl = pluggy.HookimplMarker("kevolve")
 # --- hardware ------------------------------------------------------------------------------------------------
 
 @hookspec
-def kevolve_register_targets(registry: "TargetRegistry") -> None:
+def kevolve_register_targets(registry: TargetRegistry) -> None:
     """Register targets with the backend that serves them: ``registry.add(spec, backend)``.
 
     Must be cheap and must not probe hardware: usability is asked later, through ``Backend.usable``.
@@ -34,14 +34,14 @@ def kevolve_register_targets(registry: "TargetRegistry") -> None:
 # --- problems ------------------------------------------------------------------------------------------------
 
 @hookspec
-def kevolve_register_ops(registry: "OpRegistry") -> None:
+def kevolve_register_ops(registry: OpRegistry) -> None:
     """Add catalog ops: ``registry.add(OpDef(...))``."""
 
 
 # --- knowledge -----------------------------------------------------------------------------------------------
 
 @hookspec
-def kevolve_register_docs(registry: "DocsRegistry") -> None:
+def kevolve_register_docs(registry: DocsRegistry) -> None:
     """Add a docs pack: ``registry.add_pack(name, root)``, root a directory of Markdown files with TOML front
     matter (see :mod:`kevolve.knowledge`)."""
 
@@ -49,6 +49,6 @@ def kevolve_register_docs(registry: "DocsRegistry") -> None:
 # --- synthesis -----------------------------------------------------------------------------------------------
 
 @hookspec
-def kevolve_register_synthesizers(registry: "SynthesizerRegistry") -> None:
+def kevolve_register_synthesizers(registry: SynthesizerRegistry) -> None:
     """Add synthesizer factories: ``registry.add(name, factory)``; ``factory(option)`` returns a Synthesizer,
     where ``option`` is the text after ``name:`` in ``--synthesizer name:option``."""

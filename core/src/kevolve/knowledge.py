@@ -21,11 +21,12 @@ selection favours passages that name more of the signals, then query-word overla
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 CATEGORIES = ("correctness", "guidance", "hardware")
 
@@ -54,7 +55,7 @@ class Signals:
 
 
 def parse_passage(pack: str, path: str, content: str) -> Passage:
-    match = re.match(r"\A\+\+\+\n(.*?)\n\+\+\+\n?(.*)\Z", content, re.S)
+    match = re.match(r"\A\+\+\+\n(.*?)\n\+\+\+\n?(.*)\Z", content, re.DOTALL)
     if not match:
         raise ValueError(f"{pack}/{path}: a docs-pack file must start with TOML front matter between +++ lines")
     meta = tomllib.loads(match.group(1))

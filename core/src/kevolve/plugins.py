@@ -137,5 +137,5 @@ def adopt_bootstrap(bootstrap: dict[str, Any]) -> Manager:
             sys.path.append(entry)
     manager = build_manager(bootstrap["modules"])
     get_manager.cache_clear()
-    get_manager = lambda: manager  # noqa: E731
+    get_manager = lambda: manager
     return manager

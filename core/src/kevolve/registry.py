@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from kevolve.errors import KevolveError, UnknownTargetError
 from kevolve.target import TargetSpec
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class RegisteredTarget:
     spec: TargetSpec
-    backend: "Backend"
+    backend: Backend
     plugin: str
 
 
@@ -27,7 +28,7 @@ class TargetRegistry:
         self._aliases: dict[str, str] = {}
         self.current_plugin = ""
 
-    def add(self, spec: TargetSpec, backend: "Backend") -> None:
+    def add(self, spec: TargetSpec, backend: Backend) -> None:
         if spec.name in self._targets:
             other = self._targets[spec.name].plugin
             raise KevolveError(f"target {spec.name!r} is registered by both {other!r} and {self.current_plugin!r}")
@@ -73,7 +74,7 @@ class SynthesizerRegistry:
     def names(self) -> list[str]:
         return sorted(self._factories)
 
-    def create(self, selector: str) -> "Synthesizer":
+    def create(self, selector: str) -> Synthesizer:
         name, _, option = selector.partition(":")
         if name not in self._factories:
             raise KevolveError(

@@ -4,9 +4,10 @@ search tree that found it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -115,6 +116,13 @@ class OptimizeResult:
         ev = node.evaluation
         lines.append(f"best: node {self.best.node_id}, {self.language} ({self.best.recipe}) {self.parameters}")
         lines.extend(ev.timing_lines())
+        if ev.resources:
+            lines.append("resources: " + ", ".join(f"{k} {v:g}" for k, v in sorted(ev.resources.items())
+                                                    if isinstance(v, (int, float))))
+        if ev.estimate and not ev.timings:
+            ranked = sorted((n.evaluation.fitness for n in self.nodes if n.evaluation.correct), reverse=True)
+            lines.append(f"chosen by the static ranking among {len(ranked)} correct candidates (modeled fraction "
+                         f"of the roofline: {', '.join(f'{f:.0%}' for f in ranked[:5])})")
         if self.diagnosis:
             lines.append(f"diagnosis: {self.diagnosis.summary}")
         statuses: dict[str, int] = {}

@@ -11,10 +11,11 @@ import json
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from kevolve.errors import StoreError
 from kevolve.harness.evaluation import Evaluation

@@ -68,7 +68,7 @@ class TargetSpec:
     facts: MachineFacts
     family: str = ""
 
-    def with_facts(self, facts: MachineFacts) -> "TargetSpec":
+    def with_facts(self, facts: MachineFacts) -> TargetSpec:
         return replace(self, facts=facts)
 
 

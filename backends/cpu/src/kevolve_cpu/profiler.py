@@ -10,7 +10,7 @@ import time
 from functools import cache
 
 from kevolve import diagnosis as d
-from kevolve.backend.profiler import ProfileRequest, Profiler, roofline_metrics
+from kevolve.backend.profiler import Profiler, ProfileRequest, roofline_metrics
 
 PERF_EVENTS = ("cycles", "instructions", "cache-misses", "cache-references")
 

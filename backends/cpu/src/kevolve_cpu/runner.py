@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
-
 from kevolve.backend.runner import KernelFn, Runner, load_kernel_module
 from kevolve.backend.toolchain import BuildResult
+
 from kevolve_cpu.cpp_loader import CppKernel
 
 

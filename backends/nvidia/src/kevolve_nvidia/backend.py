@@ -63,11 +63,10 @@ class NvidiaBackend(Backend, TritonDevice):
 
     def runner(self, target: TargetSpec) -> Runner:
         import torch
-
         from kevolve_triton.runner import TritonGpuRunner, TritonInterpreterRunner
 
         if torch.cuda.is_available():
-            return TritonGpuRunner("cuda", flush_bytes=int(2 * target.facts.memory[0].capacity_bytes))
+            return TritonGpuRunner("cuda", flush_bytes=int(2 * target.facts.memory[-2].capacity_bytes))
         return TritonInterpreterRunner()
 
     def estimator(self, target: TargetSpec) -> Estimator:

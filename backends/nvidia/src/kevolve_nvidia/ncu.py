@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from kevolve import diagnosis as d
-from kevolve.backend.profiler import ProfileRequest, Profiler, roofline_metrics
+from kevolve.backend.profiler import Profiler, ProfileRequest, roofline_metrics
 
 METRICS = {
     "gpu__time_duration.sum": "duration",

@@ -12,7 +12,6 @@ import sys
 
 def main(path: str) -> int:
     import torch
-
     from kevolve.backend.toolchain import BuildResult
     from kevolve.plugins import adopt_bootstrap
     from kevolve.problems.problem import problem_from_spec

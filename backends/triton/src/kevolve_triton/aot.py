@@ -20,11 +20,11 @@ TASK = "aot.json"
 def compile_launches(workdir: Path) -> list[dict[str, Any]]:
     import torch
     import triton
-    from triton.compiler import ASTSource
-
     from kevolve.backend.runner import load_kernel_module
     from kevolve.plugins import adopt_bootstrap
     from kevolve.problems.problem import problem_from_spec
+    from triton.compiler import ASTSource
+
     from kevolve_triton.capture import capture_launches
 
     task = json.loads((workdir / TASK).read_text())

@@ -74,7 +74,7 @@ class TritonToolchain(Toolchain):
             return False, "triton is not installed: `pip install triton`"
         return True, ""
 
-    def build(self, source: str, workdir: Path, problem: "Problem | None" = None) -> BuildResult:
+    def build(self, source: str, workdir: Path, problem: Problem | None = None) -> BuildResult:
         ok, why = self.available()
         if not ok:
             raise CompileError(why)
@@ -92,7 +92,7 @@ class TritonToolchain(Toolchain):
         return BuildResult(language=self.language, artifact=str(path), command=repro,
                            log=json.dumps(report), resources=summarize(report))
 
-    def _compile_ahead(self, source: str, workdir: Path, problem: "Problem") -> tuple[list[dict], str]:
+    def _compile_ahead(self, source: str, workdir: Path, problem: Problem) -> tuple[list[dict], str]:
         from kevolve.plugins import worker_bootstrap
 
         task = {"target": self.target_name, "problem": problem.to_spec(), "bootstrap": worker_bootstrap()}

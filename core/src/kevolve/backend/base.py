@@ -30,11 +30,11 @@ class Backend(ABC):
         return target.facts
 
     @abstractmethod
-    def toolchain(self, target: TargetSpec, language: str) -> "Toolchain":
+    def toolchain(self, target: TargetSpec, language: str) -> Toolchain:
         """The toolchain that builds ``language`` sources for ``target``."""
 
     @abstractmethod
-    def runner(self, target: TargetSpec) -> "Runner":
+    def runner(self, target: TargetSpec) -> Runner:
         """Loads built kernels and times them. Called inside the isolated worker process."""
 
     def timing(self, target: TargetSpec) -> tuple[bool, str]:
@@ -42,22 +42,22 @@ class Backend(ABC):
         result (e.g. a GPU target compiled and checked on a machine without the GPU)."""
         return True, ""
 
-    def estimator(self, target: TargetSpec) -> "Estimator | None":
+    def estimator(self, target: TargetSpec) -> Estimator | None:
         """A static cost model ranking candidates when :meth:`timing` says no; None: such candidates are only
         checked for correctness."""
         return None
 
-    def profiler(self, target: TargetSpec) -> "Profiler":
+    def profiler(self, target: TargetSpec) -> Profiler:
         from kevolve.backend.profiler import RooflineProfiler
 
         return RooflineProfiler()
 
-    def classifier(self, target: TargetSpec) -> "Classifier":
+    def classifier(self, target: TargetSpec) -> Classifier:
         from kevolve.backend.classifier import RooflineClassifier
 
         return RooflineClassifier()
 
-    def recipes(self, target: TargetSpec) -> list["Recipe"]:
+    def recipes(self, target: TargetSpec) -> list[Recipe]:
         """Recipes the template synthesizer may use for ``target``."""
         return []
 

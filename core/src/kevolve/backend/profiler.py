@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kevolve import diagnosis as d
 from kevolve.target import MachineFacts
@@ -27,6 +28,8 @@ class ProfileRequest:
     resources: dict
     #: for profilers that run the kernel in a process of their own (e.g. under Nsight Compute): the built
     #: artifact, the problem's spec and the plugin bootstrap that rebuild the same call there
+    #: the runner evicted the caches before each timed call: judge bandwidth against the outermost memory
+    cold_cache: bool = False
     artifact: str = ""
     problem_spec: dict[str, Any] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
@@ -46,7 +49,7 @@ class Profiler(ABC):
 def roofline_metrics(request: ProfileRequest) -> d.Metrics:
     """Where the kernel sits against the target's roofline, from its time and the problem's counts alone."""
     facts = request.facts
-    level = facts.level_for(request.bytes, fill=0.5)
+    level = facts.memory[-1] if request.cold_cache else facts.level_for(request.bytes, fill=0.5)
     peak = facts.peak_flops_for(request.dtype)
     time_s = max(request.time_s, 1e-12)
     metrics: d.Metrics = {

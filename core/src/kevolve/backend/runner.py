@@ -6,8 +6,9 @@ import importlib.util
 import itertools
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from types import ModuleType
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 
@@ -40,6 +41,9 @@ class Runner(ABC):
     #: arguments to the host and back) is not the kernel's computation; torch ops they dispatch are not held
     #: against the kernel. Ops dispatched from the kernel's own code always are.
     plumbing_modules: tuple[str, ...] = ()
+    #: whether :meth:`flush_cache` evicts the caches before each timed call (bandwidth is then judged against
+    #: the outermost memory level)
+    cold_cache: bool = False
 
     @abstractmethod
     def load(self, build: BuildResult) -> KernelFn:

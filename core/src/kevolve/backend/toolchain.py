@@ -39,7 +39,7 @@ class Toolchain(ABC):
         """Whether the compiler is here; if not, the reason and what to install."""
 
     @abstractmethod
-    def build(self, source: str, workdir: Path, problem: "Problem | None" = None) -> BuildResult:
+    def build(self, source: str, workdir: Path, problem: Problem | None = None) -> BuildResult:
         """Build ``source`` in ``workdir``. Raises :class:`kevolve.errors.CompileError` with the compiler's
         output verbatim and the command that reproduces the failure. ``problem`` is given when the build
         depends on the launch (languages that specialise on arguments, like Triton, compile per launch)."""

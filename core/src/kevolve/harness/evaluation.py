@@ -28,7 +28,7 @@ class Timing:
     samples: int
 
     @classmethod
-    def of(cls, samples: list[float]) -> "Timing":
+    def of(cls, samples: list[float]) -> Timing:
         ordered = sorted(samples)
         pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
         return cls(median=pick(0.5), p10=pick(0.1), p90=pick(0.9), samples=len(ordered))
@@ -43,7 +43,7 @@ class Speedup:
     high: float
 
     @classmethod
-    def of(cls, baseline: list[float], kernel: list[float]) -> "Speedup":
+    def of(cls, baseline: list[float], kernel: list[float]) -> Speedup:
         ratios = Timing.of([b / k for b, k in zip(baseline, kernel) if k > 0])
         return cls(median=ratios.median, low=ratios.p10, high=ratios.p90)
 
@@ -117,7 +117,7 @@ class Evaluation:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Evaluation":
+    def from_dict(cls, data: dict[str, Any]) -> Evaluation:
         data = dict(data)
         data["timings"] = {k: Timing(**v) for k, v in data.get("timings", {}).items()}
         data["speedups"] = {k: Speedup(**v) for k, v in data.get("speedups", {}).items()}

@@ -14,11 +14,11 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kevolve.harness import evaluation as ev
 from kevolve.harness.protocol import receive, send
-
 
 #: glibc malloc keeps freed blocks (up to 32 MiB each) instead of returning them to the OS, the way the
 #: caching allocators PyTorch recommends for CPU inference (jemalloc, tcmalloc) do. Without it every output

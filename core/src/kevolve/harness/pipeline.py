@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError

@@ -6,19 +6,21 @@ the candidate does to this process (hang, crash, memory blow-up) is seen by the 
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kevolve.harness import checks
 from kevolve.harness import evaluation as ev
-
 
 #: ATen ops that only make another view of the same memory: a runner handing a kernel raw buffers (e.g.
 #: ``tensor.numpy()``) dispatches these, and they compute nothing
@@ -57,6 +59,26 @@ class Rejected(Exception):
     def __init__(self, status: str, stage: str, reason: str, evidence: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.status, self.stage, self.reason, self.evidence = status, stage, reason, evidence or {}
+
+
+@contextmanager
+def exclusive_device(device: str):
+    """Hold the device alone while timing and profiling: several searches may share one accelerator (their
+    compiles and correctness checks overlap), but no two measure at once. A file lock per device under
+    kevolve's home, so it spans processes; the host CPU is not locked (its timings are per process anyway)."""
+    if device == "cpu":
+        yield
+        return
+    from kevolve.paths import home
+
+    path = home() / "locks"
+    path.mkdir(exist_ok=True)
+    with open(path / f"{device.replace(':', '_')}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _seed_from_os() -> int:
@@ -170,27 +192,29 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             if not timed:
                 result.update(untimed=untimed_reason, **_estimate(problem, backend, spec, build, task))
             return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
-        report("timing")
-        timings, speedups, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config)
-        facts = backend.facts(spec)
-        inputs, outputs = keep_alive
-        nbytes = problem.bytes_moved(problem.dims, inputs, outputs)
-        dtype = dtype_name(problem.dtype)
-        floor = roofline_floor(problem.flops(problem.dims), nbytes, dtype, facts)
-        result.update(timings={k: vars(v) for k, v in timings.items()},
-                      speedups={k: vars(v) for k, v in speedups.items()})
-        if timings["kernel"].median < floor * config["plausibility"]:
-            raise Rejected(ev.REJECTED, "timing",
-                           f"implausible: {timings['kernel'].median * 1e6:.2f} us is faster than the roofline floor "
-                           f"{floor * 1e6:.2f} us for this problem on {spec.name}",
-                           {"floor_s": floor, "median_s": timings["kernel"].median})
-        report("profile")
-        request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
-                                 bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
-                                 resources=build.resources, artifact=build.artifact, problem_spec=task["problem"],
-                                 bootstrap=task["bootstrap"])
-        profiler = backend.profiler(spec)
-        metrics = profiler.profile(request)
+        with exclusive_device(runner.device):
+            report("timing")
+            timings, speedups, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config)
+            facts = backend.facts(spec)
+            inputs, outputs = keep_alive
+            nbytes = problem.bytes_moved(problem.dims, inputs, outputs)
+            dtype = dtype_name(problem.dtype)
+            floor = roofline_floor(problem.flops(problem.dims), nbytes, dtype, facts)
+            result.update(timings={k: vars(v) for k, v in timings.items()},
+                          speedups={k: vars(v) for k, v in speedups.items()})
+            if timings["kernel"].median < floor * config["plausibility"]:
+                raise Rejected(ev.REJECTED, "timing",
+                               f"implausible: {timings['kernel'].median * 1e6:.2f} us is faster than the roofline floor "
+                               f"{floor * 1e6:.2f} us for this problem on {spec.name}",
+                               {"floor_s": floor, "median_s": timings["kernel"].median})
+            report("profile")
+            request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
+                                     bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
+                                     resources=build.resources, cold_cache=runner.cold_cache, artifact=build.artifact,
+                                     problem_spec=task["problem"],
+                                     bootstrap=task["bootstrap"])
+            profiler = backend.profiler(spec)
+            metrics = profiler.profile(request)
         diagnosis = backend.classifier(spec).classify(metrics, facts, profiler.name)
         result.update(status=ev.OK, stage="done", diagnosis=diagnosis.to_dict())
     except Rejected as rej:

@@ -20,7 +20,7 @@ import threading
 
 import torch._dynamo  # noqa: F401  (imported lazily by dispatch modes otherwise: seconds in every child)
 
-import kevolve.harness.worker as worker
+from kevolve.harness import worker
 from kevolve.harness.protocol import receive, send
 
 

@@ -11,7 +11,8 @@ import hashlib
 import importlib
 import inspect
 import io
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -41,7 +42,7 @@ class CallableProblem(Problem):
         self._dtype = next((t.dtype for t in examples if t.dtype.is_floating_point), torch.float32)
 
     @classmethod
-    def create(cls, fn: Callable, examples: list[torch.Tensor], name: str | None = None) -> "CallableProblem":
+    def create(cls, fn: Callable, examples: list[torch.Tensor], name: str | None = None) -> CallableProblem:
         module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
         if not module or module == "__main__" or "<" in qualname:
             raise ProblemError("the function must be importable (a module-level def in an importable module, not "
@@ -86,7 +87,7 @@ class CallableProblem(Problem):
         return {"kind": "callable", "ref": self.ref, "examples": self.examples_file, "name": self.name}
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> "CallableProblem":
+    def from_spec(cls, spec: dict[str, Any]) -> CallableProblem:
         try:
             examples = torch.load(spec["examples"])
         except OSError as exc:

@@ -7,8 +7,9 @@ in :mod:`kevolve.problems.ops` and are registered by core's built-in plugin.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -136,7 +137,7 @@ class CatalogProblem(Problem):
                 "attrs": self.attrs}
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> "CatalogProblem":
+    def from_spec(cls, spec: dict[str, Any]) -> CatalogProblem:
         from kevolve.plugins import get_manager
 
         return cls(get_manager().ops.get(spec["op"]), spec.get("dims"), spec.get("dtype"), spec.get("attrs"))

@@ -96,7 +96,7 @@ class KernelBenchProblem(Problem):
                 "sha256": hashlib.sha256(self.text.encode()).hexdigest()[:16]}
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> "KernelBenchProblem":
+    def from_spec(cls, spec: dict[str, Any]) -> KernelBenchProblem:
         problem = cls(Path(spec["path"]))
         if problem.to_spec()["sha256"] != spec["sha256"]:
             raise ProblemError(f"{spec['path']} changed since the session started; start a new session")

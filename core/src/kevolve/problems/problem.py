@@ -55,7 +55,7 @@ class Tolerance:
     atol: float
 
     @staticmethod
-    def for_dtype(dtype: torch.dtype, scale: float = 1.0) -> "Tolerance":
+    def for_dtype(dtype: torch.dtype, scale: float = 1.0) -> Tolerance:
         base = {
             torch.float64: (1e-9, 1e-9),
             torch.float32: (1e-4, 1e-5),

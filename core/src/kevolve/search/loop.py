@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate

@@ -12,8 +12,8 @@ import math
 import random
 from abc import ABC, abstractmethod
 
-from kevolve.synthesis import base
 from kevolve.search.tree import ROOT, Node, Tree
+from kevolve.synthesis import base
 
 
 class Strategy(ABC):

@@ -69,7 +69,7 @@ class Context:
     diagnosis: Diagnosis | None = None
     #: the best node of the whole tree, for crossover ("combine")
     best: HistoryItem | None = None
-    recipes: list["Recipe"] = field(default_factory=list)
+    recipes: list[Recipe] = field(default_factory=list)
     #: parameters that won on the nearest solved problems in the store
     seeds: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 

@@ -7,38 +7,39 @@ functions and constants. Adding an activation means adding one line here, not on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 Number = Union[int, float]
 
 
 class Expr:
-    def __add__(self, other: "ExprLike") -> "Expr":
+    def __add__(self, other: ExprLike) -> Expr:
         return BinOp("+", self, lift(other))
 
-    def __radd__(self, other: "ExprLike") -> "Expr":
+    def __radd__(self, other: ExprLike) -> Expr:
         return BinOp("+", lift(other), self)
 
-    def __sub__(self, other: "ExprLike") -> "Expr":
+    def __sub__(self, other: ExprLike) -> Expr:
         return BinOp("-", self, lift(other))
 
-    def __rsub__(self, other: "ExprLike") -> "Expr":
+    def __rsub__(self, other: ExprLike) -> Expr:
         return BinOp("-", lift(other), self)
 
-    def __mul__(self, other: "ExprLike") -> "Expr":
+    def __mul__(self, other: ExprLike) -> Expr:
         return BinOp("*", self, lift(other))
 
-    def __rmul__(self, other: "ExprLike") -> "Expr":
+    def __rmul__(self, other: ExprLike) -> Expr:
         return BinOp("*", lift(other), self)
 
-    def __truediv__(self, other: "ExprLike") -> "Expr":
+    def __truediv__(self, other: ExprLike) -> Expr:
         return BinOp("/", self, lift(other))
 
-    def __rtruediv__(self, other: "ExprLike") -> "Expr":
+    def __rtruediv__(self, other: ExprLike) -> Expr:
         return BinOp("/", lift(other), self)
 
-    def __neg__(self) -> "Expr":
+    def __neg__(self) -> Expr:
         return Call("neg", (self,))
 
 

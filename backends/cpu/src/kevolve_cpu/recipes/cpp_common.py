@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 from kevolve import diagnosis as d
 from kevolve.problems.problem import Problem, dtype_name
 from kevolve.synthesis.expr import Expr, render

@@ -8,7 +8,6 @@ storage type, so bfloat16 needs no conversion; sums (embedding_bag) accumulate i
 from __future__ import annotations
 
 import torch
-
 from kevolve import diagnosis as d
 from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 from kevolve.problems.problem import Problem

@@ -15,7 +15,6 @@ with zeros, unpacked A rows past the edge repeat the last valid row, and only va
 from __future__ import annotations
 
 import torch
-
 from kevolve import diagnosis as d
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe

@@ -9,9 +9,15 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import (compute_type, cpp_expr, elementwise_loop, math_param, prelude,
-                                            simd_or_unroll,
-                                            threads_param)
+from kevolve_cpu.recipes.cpp_common import (
+    compute_type,
+    cpp_expr,
+    elementwise_loop,
+    math_param,
+    prelude,
+    simd_or_unroll,
+    threads_param,
+)
 
 
 class CppPointwise(Recipe):

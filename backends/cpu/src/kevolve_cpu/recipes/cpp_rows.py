@@ -20,7 +20,6 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-
 from kevolve import diagnosis as d
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.expr import REDUCTIONS, Var, exp, log
@@ -28,8 +27,15 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import (STORAGE, compute_type, cpp_expr, cpp_literal, math_param, prelude,
-                                            threads_param)
+from kevolve_cpu.recipes.cpp_common import (
+    STORAGE,
+    compute_type,
+    cpp_expr,
+    cpp_literal,
+    math_param,
+    prelude,
+    threads_param,
+)
 
 #: below this many elements the kernel runs on the calling thread (a parallel region costs more than the work)
 _PARALLEL_MIN_ELEMENTS = 1 << 15

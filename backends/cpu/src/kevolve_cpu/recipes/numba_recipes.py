@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 from kevolve import diagnosis as d
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.expr import POINTWISE, REDUCTIONS, Expr, render

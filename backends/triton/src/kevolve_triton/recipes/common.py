@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 import torch
-
 from kevolve import diagnosis as d
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.expr import Expr, render

@@ -12,8 +12,16 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_triton.recipes.common import (TL_TYPES, compute_type, header, launch_args, launch_params, pow2_range,
-                                           triton_expr, warp_size)
+from kevolve_triton.recipes.common import (
+    TL_TYPES,
+    compute_type,
+    header,
+    launch_args,
+    launch_params,
+    pow2_range,
+    triton_expr,
+    warp_size,
+)
 
 
 class TritonPointwise(Recipe):

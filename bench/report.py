@@ -1,0 +1,42 @@
+"""What the benchmark scripts share: one search-then-retime step and the table cell formats."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import kevolve
+from kevolve.harness.pipeline import HarnessConfig
+
+
+def search_and_time(op: str, target: str, budget: int, store: Path, harness: HarnessConfig, *,
+                    dims: dict[str, int] | None = None, dtype: str | None = None) -> dict:
+    """Search ``op`` on ``target``, then re-time the best kernel interleaved with eager and torch.compile."""
+    started = time.perf_counter()
+    result = kevolve.optimize(op, target=target, budget=budget, seed=0, store=store, again=True, dims=dims,
+                              dtype=dtype, baselines=("eager", "compile"), harness=harness)
+    row = {"op": op, "shape": result.problem.dims, "dtype": str(result.problem.dtype).removeprefix("torch."),
+           "correct": result.correct, "candidates": len(result.nodes), "search_s": time.perf_counter() - started,
+           "session": result.session}
+    if result.final is not None and result.final.evaluation.correct:
+        ev = result.final.evaluation
+        row.update(
+            timings={k: vars(v) for k, v in ev.timings.items()},
+            speedups={k: vars(v) for k, v in ev.speedups.items()},
+            recipe=result.best.recipe, language=result.language, parameters=result.parameters,
+            diagnosis=ev.diagnosis.summary if ev.diagnosis else "",
+            diagnosis_kind=ev.diagnosis.kind if ev.diagnosis else "",
+            metrics=ev.diagnosis.metrics if ev.diagnosis else {}, resources=ev.resources)
+    row["tree"] = [{"node": n.node_id, "parent": n.parent_id, "recipe": n.recipe, "parameters": n.parameters,
+                    "status": n.evaluation.status, "fitness": n.evaluation.fitness, "note": n.note,
+                    "diagnosis": n.evaluation.diagnosis.kind if n.evaluation.diagnosis else "",
+                    "reason": n.evaluation.reason[:300]} for n in result.nodes]
+    return row
+
+
+def fmt_time(t: dict) -> str:
+    return f"{t['median'] * 1e3:.3f} [{t['p10'] * 1e3:.3f}..{t['p90'] * 1e3:.3f}]"
+
+
+def fmt_speedup(s: dict) -> str:
+    return f"{s['median']:.2f}x [{s['low']:.2f}..{s['high']:.2f}]"
