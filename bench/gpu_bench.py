@@ -93,8 +93,11 @@ def warm_compile(case: tuple[str, dict, str]) -> str:
     inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
     compiled = torch.compile(lambda *xs: problem.reference(list(xs)))
     started = time.perf_counter()
-    compiled(*inputs)
-    torch.cuda.synchronize()
+    try:
+        compiled(*inputs)
+        torch.cuda.synchronize()
+    except Exception as exc:  # the re-timing reports it; warming is only a head start
+        return f"{op} {dtype}: torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}"
     return f"{op} {dtype}: compiled in {time.perf_counter() - started:.1f} s"
 
 
@@ -151,8 +154,12 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def verdict_table(rows: list[dict]) -> str:
-    lines = ["# ncu verdicts and what the search did next", ""]
+def verdict_table(rows: list[dict], info: dict) -> str:
+    lines = ["# ncu verdicts and what the search did next", "",
+             f"GPU: {info['gpu']}, torch {info['torch']}, triton {info['triton']}, {info['date']}. Searches run with "
+             "Nsight Compute as the profiler (`KEVOLVE_NVIDIA_PROFILER=ncu`); each node's verdict is the NVIDIA "
+             "classifier's reading of its counters, and a child's note says which knob the search moved and, when "
+             "the move answered a verdict, which one (`after <verdict>`).", ""]
     for r in rows:
         shape = " ".join(f"{k}={v}" for k, v in r["shape"].items())
         lines += [f"## {r['op']} {shape} {r['dtype']}", "", f"Best kernel: {r.get('diagnosis', 'none')}", "",
@@ -170,27 +177,51 @@ def write_tables(out: Path, target: str, info: dict, copy_bps: float, rows: list
     text = table(rows, info, copy_bps, budgets)
     if parts:
         text += "\nThis table joins runs made back to back on one leased machine: " + "; ".join(
-            f"{p['device']['date']}: copy {p['copy_bytes_per_s'] / 1e12:.2f} TB/s, {len(p['rows'])} rows"
-            for p in parts) + ". Each row's BW uses its own run's copy bandwidth.\n"
+            f"{p['device']['date']}: {len(p['rows'])} rows, copy "
+            + ("not recorded in that run, the next run's value used" if p.get("borrowed")
+               else f"{p['copy_bytes_per_s'] / 1e12:.2f} TB/s") for p in parts) + ".\n"
     (out / f"{target}.md").write_text(text)
     (out / f"{target}.json").write_text(json.dumps({"device": info, "copy_bytes_per_s": copy_bps, "rows": rows,
                                                      "verdicts": verdict_rows, "budgets": budgets, "parts": parts or []}, default=str))
     if verdict_rows:
-        (out / f"{target}_verdicts.md").write_text(verdict_table(verdict_rows))
+        (out / f"{target}_verdicts.md").write_text(verdict_table(verdict_rows, info))
     return text
 
 
+def load_part(path: Path, target: str) -> dict:
+    """One run's results: its final JSON, or, for a run cut short, the rows it appended as it went (and the
+    device facts it wrote first, where the run got that far)."""
+    final = path / f"{target}.json"
+    if final.exists():
+        return json.loads(final.read_text())
+    read = lambda name: [json.loads(line) for line in (path / name).read_text().splitlines()  # noqa: E731
+                         if line.strip()] if (path / name).exists() else []
+    device = json.loads((path / "gpu_device.json").read_text()) if (path / "gpu_device.json").exists() else {}
+    return {"device": device.get("device"), "copy_bytes_per_s": device.get("copy_bytes_per_s"),
+            "rows": read("gpu_rows.jsonl"), "verdicts": read("gpu_verdicts.jsonl"), "budgets": {}}
+
+
 def merge(paths: list[Path], out: Path, target: str) -> int:
-    parts = [json.loads((p / f"{target}.json").read_text()) for p in paths]
+    """Join parts of one evaluation. A part without its own device record (a run cut short before writing
+    it) borrows the nearest part's and says so in the table."""
+    parts = [load_part(p, target) for p in paths]
+    known = [p for p in parts if p["device"]]
     rows, verdicts = [], []
     for part in parts:
-        for row in part["rows"]:
+        if not part["device"]:
+            part["device"] = {**known[0]["device"], "date": "not recorded (same lease as " +
+                              known[0]["device"]["date"] + ")"}
+            part["copy_bytes_per_s"] = known[0]["copy_bytes_per_s"]
+            part["borrowed"] = True
+        for row in part["rows"] + part["verdicts"]:
             row["copy_bytes_per_s"] = part["copy_bytes_per_s"]
         rows += part["rows"]
         verdicts += part["verdicts"]
-    copy_bps = min(p["copy_bytes_per_s"] for p in parts)
-    print(write_tables(out, target, parts[0]["device"], copy_bps, rows, verdicts, parts[0].get("budgets", {}),
-                       [{k: p[k] for k in ("device", "copy_bytes_per_s", "rows")} for p in parts]))
+    budgets = {f"part {i + 1}": p.get("budgets") or "see note" for i, p in enumerate(parts)}
+    summary = [{"device": p["device"], "copy_bytes_per_s": p["copy_bytes_per_s"], "rows": p["rows"],
+                "borrowed": p.get("borrowed", False)} for p in parts]
+    print(write_tables(out, target, known[0]["device"], known[0]["copy_bytes_per_s"], rows, verdicts, budgets,
+                       summary))
     return 0
 
 
@@ -213,6 +244,7 @@ def main() -> int:
         return merge([Path(m) for m in args.merge], out, args.target)
     info = device_info(args.target)
     copy_bps = copy_bandwidth()
+    (out / "gpu_device.json").write_text(json.dumps({"device": info, "copy_bytes_per_s": copy_bps}))
     print(f"{info}\ncopy {copy_bps / 1e12:.2f} TB/s", flush=True)
     cases = {"key": KEY, "catalog": CATALOG, "verdicts": [], "all": KEY + CATALOG}[args.cases]
     verdicts = VERDICTS if args.cases in ("verdicts", "all") else []
@@ -223,8 +255,8 @@ def main() -> int:
     warm_pool = context.Pool(min(8, len(cases) or 1))
     warming = warm_pool.map_async(warm_compile, cases)
     deadline = time.time() + args.deadline_s
-    jobs = [(case, args.target, args.budget, "roofline", deadline) for case in cases]
-    jobs += [(case, args.target, args.verdict_budget, "ncu", deadline) for case in verdicts]
+    jobs = [(case, args.target, args.verdict_budget, "ncu", deadline) for case in verdicts]
+    jobs += [(case, args.target, args.budget, "roofline", deadline) for case in cases]
     rows, verdict_rows = [], []
     with context.Pool(args.jobs) as pool:
         for row in pool.imap_unordered(run_case, jobs):
@@ -237,8 +269,11 @@ def main() -> int:
             print(row["op"], row["shape"], row["dtype"], row["correct"],
                   {k: round(v["median"], 2) for k, v in row.get("speedups", {}).items()}, f"{row['search_s']:.0f}s",
                   row.get("diagnosis", "")[:200], flush=True)
-    print("\n".join(warming.get(timeout=600)), flush=True)
-    warm_pool.close()
+    try:
+        print("\n".join(warming.get(timeout=120)), flush=True)
+    except Exception as exc:  # noqa: BLE001 - warming is a head start, never a reason to lose the table
+        print(f"warming torch.compile baselines: {type(exc).__name__}: {exc}", flush=True)
+    warm_pool.terminate()
     order = {(op, json.dumps(dims), dtype): i for i, (op, dims, dtype) in enumerate(cases + verdicts)}
     for collected in (rows, verdict_rows):
         collected.sort(key=lambda r: order.get((r["op"], json.dumps(r["shape"]), r["dtype"]), 0))

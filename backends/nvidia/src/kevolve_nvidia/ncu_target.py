@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 
 def main(path: str) -> int:
@@ -17,7 +18,7 @@ def main(path: str) -> int:
     from kevolve.problems.problem import problem_from_spec
     from kevolve_triton.runner import TritonGpuRunner
 
-    task = json.loads(open(path).read())
+    task = json.loads(Path(path).read_text())
     adopt_bootstrap(task["bootstrap"])
     problem = problem_from_spec(task["problem"])
     inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]

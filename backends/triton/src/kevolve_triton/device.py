@@ -12,6 +12,10 @@ from kevolve.target import MachineFacts, TargetSpec
 class TritonDevice(ABC):
     """Mixed into a :class:`kevolve.backend.Backend` whose targets run Triton kernels on a GPU."""
 
+    #: resource counts where the smallest value over a kernel file's launches is the one that binds
+    #: (occupancy and the per-unit limits behind it); the worst launch is reported on every count
+    lowest_is_worst: tuple[str, ...] = ("occupancy", "programs_per_unit")
+
     @abstractmethod
     def gpu_target(self, target: TargetSpec) -> Any:
         """The ``triton.backends.compiler.GPUTarget`` to compile for, with or without the device present."""

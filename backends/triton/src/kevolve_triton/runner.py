@@ -20,12 +20,40 @@ class TritonInterpreterRunner(Runner):
 
     device = "cpu"
     plumbing_modules = ("triton.runtime.interpreter",)
+    #: the process must start with it: Triton's own @jit helpers (tl.sum, tl.cdiv, ...) are made interpreted
+    #: or compiled once, when triton is first imported
+    ENV = {"TRITON_INTERPRET": "1"}
 
     def load(self, build: BuildResult) -> KernelFn:
-        os.environ.update(ENV)
-        os.environ["TRITON_INTERPRET"] = "1"  # read when the file's @triton.jit decorators run
+        os.environ.update({**ENV, **self.ENV})
+        _widen_bf16_dots()
         _, fn = load_kernel_module(build.artifact)
         return fn
+
+
+def _widen_bf16_dots() -> None:
+    """The interpreter keeps bfloat16 as raw uint16 and multiplies the bit patterns in ``tl.dot``
+    (triton-lang/triton#11584); the GPU multiplies the values. Widening bf16 operands to float32 first makes the
+    interpreter compute what the hardware computes (bf16 products are exact in float32)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder, "_kevolve_widens_bf16", False):
+        return
+    original = builder.create_dot
+
+    def widen(handle):
+        if handle.dtype != tl.bfloat16:
+            return handle
+        return interpreter.TensorHandle((handle.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
+
+    def create_dot(self, a, b, d, *args, **kwargs):
+        return original(self, widen(a), widen(b), d, *args, **kwargs)
+
+    builder.create_dot = create_dot
+    builder._kevolve_widens_bf16 = True
 
 
 class TritonGpuRunner(Runner):

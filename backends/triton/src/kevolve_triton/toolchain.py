@@ -45,15 +45,16 @@ def triton_version() -> str:
         return "none"
 
 
-def summarize(report: list[dict[str, Any]]) -> dict[str, float]:
-    """One resource dict for a kernel file from its per-launch report: the worst launch on each count
-    (most registers, most spills, lowest occupancy), plus how many launches one call makes."""
+def summarize(report: list[dict[str, Any]], lowest_is_worst: tuple[str, ...] = (d.OCCUPANCY,)) -> dict[str, float]:
+    """One resource dict for a kernel file from its per-launch report: the worst launch on each count (most
+    registers, most spills; the least of the ``lowest_is_worst`` counts such as occupancy), plus how many
+    launches one call makes."""
     summary: dict[str, float] = {"launches": float(len(report))}
     for entry in report:
         for key, value in entry.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            worse = min if key in (d.OCCUPANCY, "programs_per_unit") else max
+            worse = min if key in lowest_is_worst else max
             summary[key] = float(worse(summary[key], value)) if key in summary else float(value)
     return summary
 
@@ -62,9 +63,11 @@ class TritonToolchain(Toolchain):
     language = "triton"
     forbidden_patterns = FORBIDDEN
 
-    def __init__(self, target_name: str, compile_ahead: bool = True) -> None:
+    def __init__(self, target_name: str, compile_ahead: bool = True,
+                 lowest_is_worst: tuple[str, ...] = (d.OCCUPANCY,)) -> None:
         self.target_name = target_name
         self.compile_ahead = compile_ahead
+        self.lowest_is_worst = lowest_is_worst
 
     def version(self) -> str:
         return triton_version()
@@ -90,7 +93,7 @@ class TritonToolchain(Toolchain):
             return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")
         report, repro = self._compile_ahead(source, workdir, problem)
         return BuildResult(language=self.language, artifact=str(path), command=repro,
-                           log=json.dumps(report), resources=summarize(report))
+                           log=json.dumps(report), resources=summarize(report, self.lowest_is_worst))
 
     def _compile_ahead(self, source: str, workdir: Path, problem: Problem) -> tuple[list[dict], str]:
         from kevolve.plugins import worker_bootstrap
@@ -106,8 +109,9 @@ class TritonToolchain(Toolchain):
         report_path.unlink(missing_ok=True)
         (workdir / "aot.json").write_text(json.dumps(task, default=str))
         try:
+            env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiles for real
             proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
-                                  env={**os.environ, **ENV})
+                                  env={**env, **ENV})
         except subprocess.TimeoutExpired:
             raise CompileError(f"Triton compile ran past {COMPILE_TIMEOUT_S} s", repro=repro) from None
         if proc.returncode != 0:

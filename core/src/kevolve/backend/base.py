@@ -37,6 +37,12 @@ class Backend(ABC):
     def runner(self, target: TargetSpec) -> Runner:
         """Loads built kernels and times them. Called inside the isolated worker process."""
 
+    def worker_env(self, target: TargetSpec) -> dict[str, str]:
+        """Environment variables the isolated worker processes for ``target`` must start with, for runtimes
+        that read them once at import (e.g. ``TRITON_INTERPRET`` where no GPU is present). Called in the
+        parent; workers with different environments come from different zygotes."""
+        return {}
+
     def timing(self, target: TargetSpec) -> tuple[bool, str]:
         """Whether kernels for ``target`` can be timed on this machine; if not, the reason, shown with every
         result (e.g. a GPU target compiled and checked on a machine without the GPU)."""

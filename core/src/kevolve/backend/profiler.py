@@ -64,9 +64,11 @@ def roofline_metrics(request: ProfileRequest) -> d.Metrics:
         d.FLOOR_S: roofline_floor(request.flops, request.bytes, request.dtype, facts),
         d.PARALLEL_UNITS: facts.parallel_units,
     }
-    for key in (d.SPILL_BYTES, d.REGISTERS, d.OCCUPANCY):
-        if key in request.resources:
-            metrics[key] = request.resources[key]
+    # what the compiler reported (registers, spills, occupancy and the vendor's own counts) goes to the
+    # classifier too; measured metrics above keep their keys
+    for key, value in request.resources.items():
+        if isinstance(value, (int, float)) and key not in metrics:
+            metrics[key] = value
     return metrics
 
 

@@ -29,8 +29,8 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_
 
 
 class Zygote:
-    def __init__(self) -> None:
-        env = {**MALLOC_ENV, **os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+        env = {**MALLOC_ENV, **os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(extra_env or {})}
         self.proc = subprocess.Popen([sys.executable, "-m", "kevolve.harness.zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         self.exits: dict[int, int] = {}
@@ -80,14 +80,16 @@ class Zygote:
             self.exits.pop(pid, None)
 
 
-_zygote: Zygote | None = None
+_zygotes: dict[tuple[tuple[str, str], ...], Zygote] = {}
 
 
-def zygote() -> Zygote:
-    global _zygote
-    if _zygote is None or not _zygote.alive():
-        _zygote = Zygote()
-    return _zygote
+def zygote(env: dict[str, str] | None = None) -> Zygote:
+    """The zygote for a worker environment: one per distinct ``env`` (a backend's
+    :meth:`~kevolve.backend.Backend.worker_env`), since what a process imports at start depends on it."""
+    key = tuple(sorted((env or {}).items()))
+    if key not in _zygotes or not _zygotes[key].alive():
+        _zygotes[key] = Zygote(dict(key))
+    return _zygotes[key]
 
 
 def _rss_bytes(pid: int) -> int:
@@ -108,10 +110,10 @@ def _describe_exit(status: int) -> str:
 
 
 def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: int,
-                 on_stage: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+                 on_stage: Callable[[str], None] = lambda s: None, env: dict[str, str] | None = None) -> dict[str, Any]:
     fd, log_path = tempfile.mkstemp(prefix="kevolve-task-", suffix=".jsonl")
     os.close(fd)
-    z = zygote()
+    z = zygote(env)
     pid = z.fork(task, log_path)
     started = time.monotonic()  # the zygote's own start-up is not the candidate's time
     stage, offset = "start", 0

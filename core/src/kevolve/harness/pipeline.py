@@ -71,7 +71,7 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
     task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
             "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters}
     raw = run_isolated(task, timeout_s=config.timeout_s, memory_limit_bytes=config.memory_limit_bytes,
-                       on_stage=on_stage)
+                       on_stage=on_stage, env=registered.backend.worker_env(registered.spec))
     return Evaluation(
         status=raw["status"], stage=raw.get("stage", ""), reason=raw.get("reason", ""),
         evidence=raw.get("evidence", {}),

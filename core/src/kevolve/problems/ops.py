@@ -248,7 +248,8 @@ def _jagged_truncate_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch
     out_offsets[1:] = torch.cumsum(keep, 0)
     starts = offsets[1:] - keep
     total = int(out_offsets[-1])
-    index = torch.repeat_interleave(starts - out_offsets[:-1], keep, output_size=total) + torch.arange(total)
+    index = torch.repeat_interleave(starts - out_offsets[:-1], keep, output_size=total) + torch.arange(
+        total, device=values.device)
     return [values[index], out_offsets]
 
 

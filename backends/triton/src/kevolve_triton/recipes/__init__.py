@@ -6,6 +6,6 @@ from kevolve.synthesis.recipe import Recipe
 
 
 def all_recipes() -> list[Recipe]:
-    from kevolve_triton.recipes import pointwise
+    from kevolve_triton.recipes import index, matmul, pointwise, rows
 
-    return [*pointwise.RECIPES]
+    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES]

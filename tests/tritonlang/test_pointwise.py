@@ -11,7 +11,7 @@ import pytest
 from kevolve import diagnosis as d
 from kevolve_triton.recipes import pointwise
 
-from conftest import catalog_problem, evaluate, recipe_for
+from triton_cases import catalog_problem, evaluate, recipe_for
 
 SMALL = {"n": 70_001}
 

@@ -1,0 +1,88 @@
+"""The backend every GPU vendor's Triton plugin shares: specs from package TOML files, the Triton toolchain,
+the runner that fits this machine (the GPU when one is here, else the interpreter), honest timing verdicts,
+the static cost model and the shared recipes. A vendor plugin adds its GPU's identity (which architecture is
+present here, which one a target is), its resource reader, classifier and profiler."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from importlib import resources
+
+from kevolve.backend.base import Backend
+from kevolve.backend.estimator import Estimator
+from kevolve.backend.runner import Runner
+from kevolve.backend.toolchain import Toolchain
+from kevolve.errors import TargetUnusableError
+from kevolve.synthesis.recipe import Recipe
+from kevolve.target import TargetSpec, load_target_spec
+
+from kevolve_triton.device import TritonDevice
+
+
+def load_specs(package: str, names: tuple[str, ...]) -> list[TargetSpec]:
+    """The target specs ``specs/<name>.toml`` shipped in ``package``."""
+    specs = []
+    for name in names:
+        with resources.as_file(resources.files(package).joinpath(f"specs/{name}.toml")) as path:
+            specs.append(load_target_spec(path))
+    return specs
+
+
+class TritonBackend(Backend, TritonDevice):
+    #: how the vendor's GPUs are called in messages ("CUDA", "ROCm")
+    gpu_kind: str = "GPU"
+
+    @abstractmethod
+    def target_arch(self, target: TargetSpec) -> str:
+        """The architecture a target compiles for, spelled as :meth:`gpu_here` spells it (``sm_90``, ``gfx942``)."""
+
+    @abstractmethod
+    def gpu_here(self) -> str | None:
+        """The architecture of this vendor's GPU visible to this process, or None when there is none."""
+
+    def usable(self, target: TargetSpec) -> tuple[bool, str]:
+        from kevolve_triton.toolchain import triton_version
+
+        if triton_version() == "none":
+            return False, "triton is not installed: `pip install triton`"
+        return True, ""
+
+    def toolchain(self, target: TargetSpec, language: str) -> Toolchain:
+        if language != "triton":
+            raise TargetUnusableError(f"{target.name} builds triton kernels, not {language!r}")
+        from kevolve_triton.toolchain import TritonToolchain
+
+        return TritonToolchain(target.name, compile_ahead=True, lowest_is_worst=self.lowest_is_worst)
+
+    def worker_env(self, target: TargetSpec) -> dict[str, str]:
+        from kevolve_triton.runner import TritonInterpreterRunner
+
+        return {} if self.gpu_here() else dict(TritonInterpreterRunner.ENV)
+
+    def timing(self, target: TargetSpec) -> tuple[bool, str]:
+        arch, here = self.target_arch(target), self.gpu_here()
+        if here is None:
+            return False, (f"no {self.gpu_kind} GPU here: compiled for {arch} and checked through the "
+                           "Triton interpreter; ranked by the static cost model, not timed on hardware")
+        if here != arch:
+            return False, (f"the {self.gpu_kind} GPU here is {here}, not the target's {arch}: checked on it, ranked "
+                           f"by the static cost model; its timings would not describe {target.name}")
+        return True, ""
+
+    def runner(self, target: TargetSpec) -> Runner:
+        from kevolve_triton.runner import TritonGpuRunner, TritonInterpreterRunner
+
+        if self.gpu_here() is None:
+            return TritonInterpreterRunner()
+        # PyTorch names CUDA and ROCm devices alike "cuda"; evict the largest cache before each timed call
+        return TritonGpuRunner("cuda", flush_bytes=int(2 * target.facts.memory[-2].capacity_bytes))
+
+    def estimator(self, target: TargetSpec) -> Estimator:
+        from kevolve_triton.cost_model import TritonCostModel
+
+        return TritonCostModel()
+
+    def recipes(self, target: TargetSpec) -> list[Recipe]:
+        from kevolve_triton.recipes import all_recipes
+
+        return all_recipes()

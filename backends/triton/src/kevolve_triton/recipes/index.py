@@ -1,0 +1,471 @@
+"""Indexing and the ads long tail in Triton: gather, embedding_bag (sum), bucketize, feature_hash, jagged_truncate.
+
+Launchers read sizes from the tensors' shapes at run time (never their values); op constants (num_buckets, k,
+the hash constants) are baked into the source. Payloads that are only moved (gather, jagged values) are copied in
+their storage dtype; sums (embedding_bag) accumulate in float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+from kevolve import diagnosis as d
+from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.recipe import Recipe
+from kevolve.synthesis.schedule import Param, ScheduleSpace
+from kevolve.target import MachineFacts
+
+from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, warp_size
+
+U64 = (1 << 64) - 1
+INT64_MAX = (1 << 63) - 1
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _with_defaults(params: list[Param], **defaults: Any) -> list[Param]:
+    """Launch knobs with this recipe's defaults where the target offers that choice."""
+    return [replace(p, default=defaults[p.name]) if defaults.get(p.name) in p.choices else p for p in params]
+
+
+#: combine functions for tl.reduce / tl.associative_scan, defined in the kernel file: tl.sum, tl.max, tl.cumsum,
+#: tl.zeros and tl.cdiv are @jit helpers of triton.language.standard, which Triton's interpreter cannot call when
+#: triton was imported before TRITON_INTERPRET was set (as in the harness's workers)
+_COMBINES = """@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _max(a, b):
+    return tl.maximum(a, b)
+
+
+"""
+
+
+def _per_thread_ok(elements: int, params: dict[str, Any], lanes: int, low: int, high: int) -> bool:
+    """A tile of ``elements`` spread over the program's threads gives each between ``low`` and ``high``."""
+    threads = lanes * params.get("num_warps", 4)
+    return low * threads <= elements <= high * threads
+
+
+# --- gather -------------------------------------------------------------------------------------------------
+
+class TritonGather(Recipe):
+    """out[i, j] = x[i, index[i, j]]: each program handles a ``BLOCK_ROWS x BLOCK_K`` tile of the index matrix;
+    index loads and output stores are contiguous along k (vectorized), the x loads are the gather."""
+
+    name = "triton.gather"
+    language = "triton"
+    families = ("gather",)
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family == "gather" and problem.dtype in (*_FLOATS, torch.int64, torch.int32)
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        k = int(problem.dims.get("k", 256))
+        # measured on an H100 at 4096 x 1024, k 256: 256-element tiles over 2 warps beat larger tiles by ~1.7x
+        block_k = min(256, max(16, _next_pow2(k)))
+        return ScheduleSpace([
+            Param("BLOCK_ROWS", (1, 2, 4, 8, 16, 32, 64), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1,
+                                                          d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1},
+                  default=max(1, 256 // block_k)),
+            Param("BLOCK_K", pow2_range(16, 1024), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                    d.OCCUPANCY_LIMITED: -1}, default=block_k),
+            *_with_defaults(launch_params(facts, self.families[0]), num_warps=2),
+        ], valid=lambda p: p["BLOCK_K"] <= max(16, _next_pow2(k))
+            and _per_thread_ok(p["BLOCK_ROWS"] * p["BLOCK_K"], p, lanes, 1, 32))
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        br, bk = params["BLOCK_ROWS"], params["BLOCK_K"]
+        return header(problem, params) + f"""@triton.jit
+def _gather_kernel(x_ptr, index_ptr, out_ptr, rows, k, stride_x, BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    c = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    mask = (r < rows)[:, None] & (c < k)[None, :]
+    r64 = r.to(tl.int64)
+    at = r64[:, None] * k + c[None, :]
+    index = tl.load(index_ptr + at, mask=mask, other=0, eviction_policy="evict_first")
+    value = tl.load(x_ptr + r64[:, None] * stride_x + index, mask=mask)
+    tl.store(out_ptr + at, value, mask=mask)
+
+
+def kernel(inputs, outputs):
+    x, index = inputs
+    out = outputs[0]
+    rows, k = index.shape
+    if rows == 0 or k == 0:
+        return
+    grid = (triton.cdiv(rows, {br}), triton.cdiv(k, {bk}))
+    _gather_kernel[grid](x, index, out, rows, k, x.stride(0), BLOCK_ROWS={br}, BLOCK_K={bk}{launch_args(params)})
+"""
+
+
+# --- embedding_bag ----------------------------------------------------------------------------------------------
+
+class TritonEmbeddingBag(Recipe):
+    """Sum pooling with include_last_offset offsets: one program per (bag, ``BLOCK_DIM`` slice of dim). The bag's
+    indices are read ``BLOCK_IDX`` at a time and the ``BLOCK_IDX`` weight rows they name are loaded as one 2D tile
+    (that many independent row loads in flight), accumulated in float32; an empty bag stores zeros."""
+
+    name = "triton.embedding_bag"
+    language = "triton"
+    families = ("embedding_bag",)
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family == "embedding_bag" and problem.dtype in _FLOATS
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        dim = int(problem.dims.get("dim", 128))
+        # measured on an H100 at dim 128, pool 20: one warp on a 64-wide slice, 8 rows in flight, is fastest
+        block_dim = min(64, max(16, _next_pow2(dim)))
+        return ScheduleSpace([
+            Param("BLOCK_DIM", pow2_range(16, 512), {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1,
+                                                     d.SPILL_BOUND: -1, d.LATENCY_BOUND: -1}, default=block_dim),
+            # weight rows loaded (in flight) per step of the loop over a bag's indices
+            Param("BLOCK_IDX", (1, 2, 4, 8, 16, 32, 64), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1,
+                                                          d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1},
+                  default=8),
+            *_with_defaults(launch_params(facts, self.families[0]), num_warps=1),
+        ], valid=lambda p: p["BLOCK_DIM"] <= max(16, _next_pow2(dim))
+            and _per_thread_ok(p["BLOCK_IDX"] * p["BLOCK_DIM"], p, lanes, 1, 64))
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        bd, bi = params["BLOCK_DIM"], params["BLOCK_IDX"]
+        return header(problem, params) + _COMBINES + f"""@triton.jit
+def _embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, out_ptr, dim, stride_w,
+                          BLOCK_DIM: tl.constexpr, BLOCK_IDX: tl.constexpr):
+    bag = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_DIM + tl.arange(0, BLOCK_DIM)
+    col_mask = cols < dim
+    start = tl.load(offsets_ptr + bag)
+    end = tl.load(offsets_ptr + bag + 1)
+    acc = tl.full((BLOCK_IDX, BLOCK_DIM), 0.0, tl.float32)
+    for j0 in range(start, end, BLOCK_IDX):
+        j = j0 + tl.arange(0, BLOCK_IDX)
+        j_mask = j < end
+        index = tl.load(indices_ptr + j, mask=j_mask, other=0)
+        rows = tl.load(weight_ptr + index[:, None] * stride_w + cols[None, :],
+                       mask=j_mask[:, None] & col_mask[None, :], other=0.0)
+        acc += rows.to(tl.float32)
+    total = tl.reduce(acc, 0, _add)
+    tl.store(out_ptr + bag.to(tl.int64) * dim + cols, total.to(out_ptr.dtype.element_ty), mask=col_mask)
+
+
+def kernel(inputs, outputs):
+    weight, indices, offsets = inputs
+    out = outputs[0]
+    bags, dim = out.shape
+    if bags == 0 or dim == 0:
+        return
+    grid = (bags, triton.cdiv(dim, {bd}))
+    _embedding_bag_kernel[grid](weight, indices, offsets, out, dim, weight.stride(0),
+                                BLOCK_DIM={bd}, BLOCK_IDX={bi}{launch_args(params)})
+"""
+
+
+# --- bucketize ------------------------------------------------------------------------------------------------
+
+class TritonBucketize(Recipe):
+    """right=False: the bucket of x is the number of boundaries b with not (b >= x), found by a branch-free
+    binary search of ``STEPS = ceil(log2(len(boundaries) + 1))`` halving steps, the same for every x (the
+    launcher computes STEPS from the boundaries' length; a NaN x passes every step and lands at
+    len(boundaries), as in torch). ``SEARCH`` picks where the probes read the boundaries from:
+
+    - "global": loads through L1 (the boundaries stay cached; later steps probe many different lines per warp);
+    - "shared": each program first loads all boundaries into registers and probes them with ``tl.gather``
+      (through shared memory), up to ``MAX_SHARED`` boundaries; longer lists fall back to "global".
+    """
+
+    name = "triton.bucketize"
+    language = "triton"
+    families = ("bucketize",)
+    MAX_SHARED = 4096
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family == "bucketize" and problem.dtype in _FLOATS and not problem.attrs.get("right", False)
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        return ScheduleSpace([
+            Param("BLOCK", pow2_range(128, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                   d.OCCUPANCY_LIMITED: -1}, default=1024),
+            Param("ITEMS", (1, 2, 4), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=1),
+            Param("SEARCH", ("global", "shared"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="global"),
+            *launch_params(facts, self.families[0]),
+        ], valid=lambda p: _per_thread_ok(p["BLOCK"], p, lanes, 1, 32))
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        block, items = params["BLOCK"], params["ITEMS"]
+        shared = params["SEARCH"] == "shared"
+        return header(problem, params) + f"""@triton.jit
+def _bucketize_global(x_ptr, b_ptr, out_ptr, n, nb, STEPS: tl.constexpr, BLOCK: tl.constexpr,
+                      ITEMS: tl.constexpr):
+    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
+    for item in tl.static_range(ITEMS):
+        offs = start + item * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        lo = tl.full((BLOCK,), 0, tl.int32)
+        for s in tl.static_range(STEPS):
+            probe = lo + (1 << (STEPS - 1 - s))
+            inside = probe <= nb
+            b = tl.load(b_ptr + (probe - 1), mask=inside & mask, other=0.0)
+            lo = tl.where(inside & ((b >= x) == 0), probe, lo)
+        tl.store(out_ptr + offs, lo.to(tl.int64), mask=mask)
+
+
+@triton.jit
+def _bucketize_shared(x_ptr, b_ptr, out_ptr, n, nb, STEPS: tl.constexpr, NB_PAD: tl.constexpr,
+                      BLOCK: tl.constexpr, ITEMS: tl.constexpr):
+    j = tl.arange(0, NB_PAD)
+    bounds = tl.load(b_ptr + j, mask=j < nb, other=0.0)
+    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
+    for item in tl.static_range(ITEMS):
+        offs = start + item * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        lo = tl.full((BLOCK,), 0, tl.int32)
+        for s in tl.static_range(STEPS):
+            probe = lo + (1 << (STEPS - 1 - s))
+            inside = probe <= nb
+            b = tl.gather(bounds, tl.minimum(probe, nb) - 1, 0)
+            lo = tl.where(inside & ((b >= x) == 0), probe, lo)
+        tl.store(out_ptr + offs, lo.to(tl.int64), mask=mask)
+
+
+def kernel(inputs, outputs):
+    x, boundaries = inputs
+    out = outputs[0]
+    n = x.numel()
+    nb = boundaries.numel()
+    if n == 0:
+        return
+    steps = nb.bit_length()  # ceil(log2(nb + 1)): 2**steps - 1 >= nb
+    grid = (triton.cdiv(n, {block * items}),)
+    if {shared!r} and 0 < nb <= {self.MAX_SHARED}:
+        _bucketize_shared[grid](x, boundaries, out, n, nb, STEPS=steps, NB_PAD=triton.next_power_of_2(nb),
+                                BLOCK={block}, ITEMS={items}{launch_args(params)})
+    else:
+        _bucketize_global[grid](x, boundaries, out, n, nb, STEPS=steps, BLOCK={block}, ITEMS={items}{launch_args(params)})
+"""
+
+
+# --- feature_hash ---------------------------------------------------------------------------------------------
+
+def magic_divisor(divisor: int, bits: int = 63) -> tuple[int, int]:
+    """(m, s) with a // divisor == umulhi(a, m) >> s for every 0 <= a < 2**bits, m < 2**64 (the round-up
+    reciprocal of Granlund and Montgomery; for 63-bit numerators the smallest valid s gives a 64-bit m)."""
+    for s in range(64):
+        m = -(-(1 << (64 + s)) // divisor)
+        if m > U64:
+            break
+        if (m * divisor - (1 << (64 + s))) << bits <= 1 << (64 + s):
+            return m, s
+    raise ValueError(f"no 64-bit magic number for {divisor}")
+
+
+class TritonFeatureHash(Recipe):
+    """bucket = (mix(id) & INT64_MAX) % num_buckets on the ids' 64-bit patterns as uint64 (wrapping multiplies,
+    logical shifts). ``MOD`` picks the remainder: "div" is the compiler's 64-bit remainder (a software routine
+    on GPUs), "magic" a multiply-high by the divisor's reciprocal, a shift and a multiply-subtract; a power of two
+    is a mask either way."""
+
+    name = "triton.feature_hash"
+    language = "triton"
+    families = ("feature_hash",)
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family == "feature_hash" and problem.dtype == torch.int64 \
+            and int(problem.attrs.get("num_buckets", 0)) >= 1
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        return ScheduleSpace([
+            Param("BLOCK", pow2_range(128, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                   d.OCCUPANCY_LIMITED: -1}, default=1024),
+            Param("ITEMS", (1, 2, 4, 8), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=1),
+            Param("MOD", ("div", "magic"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="magic"),
+            *launch_params(facts, self.families[0]),
+        ], valid=lambda p: _per_thread_ok(p["BLOCK"], p, lanes, 1, 16))
+
+    @staticmethod
+    def _modulo(num_buckets: int, how: str) -> str:
+        if num_buckets & (num_buckets - 1) == 0:
+            return f"h & {num_buckets - 1}"
+        if how == "magic":
+            m, s = magic_divisor(num_buckets)
+            return f"h - (tl.umulhi(h, tl.full((BLOCK,), {m:#x}, tl.uint64)) >> {s}) * {num_buckets}"
+        return f"h % {num_buckets}"
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        block, items = params["BLOCK"], params["ITEMS"]
+        rounds = "\n".join(
+            f"        h = h * tl.full((BLOCK,), {mult:#x}, tl.uint64)\n        h = h ^ (h >> {shift})"
+            for mult, shift in zip(HASH_MULTIPLIERS, HASH_SHIFTS))
+        modulo = self._modulo(int(problem.attrs["num_buckets"]), params["MOD"])
+        return header(problem, params) + f"""@triton.jit
+def _feature_hash_kernel(ids_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.constexpr):
+    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
+    for item in tl.static_range(ITEMS):
+        offs = start + item * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        h = tl.load(ids_ptr + offs, mask=mask, other=0).to(tl.uint64, bitcast=True)
+{rounds}
+        h = h & tl.full((BLOCK,), {INT64_MAX:#x}, tl.uint64)
+        bucket = {modulo}
+        tl.store(out_ptr + offs, bucket.to(tl.int64, bitcast=True), mask=mask)
+
+
+def kernel(inputs, outputs):
+    ids = inputs[0]
+    out = outputs[0]
+    n = ids.numel()
+    if n == 0:
+        return
+    grid = (triton.cdiv(n, {block * items}),)
+    _feature_hash_kernel[grid](ids, out, n, BLOCK={block}, ITEMS={items}{launch_args(params)})
+"""
+
+
+# --- jagged_truncate ------------------------------------------------------------------------------------------
+
+class TritonJaggedTruncate(Recipe):
+    """Keep the last k items of each sequence. Output offsets are the exclusive prefix sum of the kept lengths
+    min(length, k); each program then copies the last kept items of ``TILE_B`` sequences as a
+    ``TILE_B x K_CHUNK`` tile per step (up to the tile's longest kept length). ``SCAN`` picks how the prefix
+    sum is computed:
+
+    - "serial": one program walks the batch in ``SCAN_BLOCK`` tiles with a scan (``tl.associative_scan``) and a
+      carried total (2 launches: scan, copy);
+    - "tiled": one program per sequence tile writes its tile's total at the slot of out_offsets that ends the
+      tile, one program scans those totals in place, then each copy program adds its tile's base (that slot)
+      to the in-tile prefix sum and writes the tile's offsets (3 launches; the last offset a tile writes is the
+      value already in its slot, so the next tile reads the same value before or after).
+
+    The launcher reads only shapes: the batch from offsets, never offsets' values.
+    """
+
+    name = "triton.jagged_truncate"
+    language = "triton"
+    families = ("jagged",)
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.name == "jagged_truncate" and problem.dtype in (*_FLOATS, torch.int64, torch.int32) \
+            and int(problem.attrs.get("k", 0)) >= 1
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        k = int(problem.attrs.get("k", 32))
+        return ScheduleSpace([
+            Param("SCAN", ("serial", "tiled"), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: +1}, default="tiled"),
+            Param("SCAN_BLOCK", pow2_range(256, 8192), {d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1}, default=1024),
+            Param("TILE_B", (8, 16, 32, 64, 128, 256, 512), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1,
+                                                            d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1},
+                  default=256),
+            Param("K_CHUNK", (8, 16, 32, 64, 128), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1},
+                  default=min(32, max(8, _next_pow2(k)))),
+            *_with_defaults(launch_params(facts, self.families[0]), num_warps=8),
+        ], valid=lambda p: p["K_CHUNK"] <= max(8, _next_pow2(k))
+            and _per_thread_ok(p["TILE_B"] * p["K_CHUNK"], p, lanes, 1, 32))
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        k = int(problem.attrs["k"])
+        tile, chunk, scan_block = params["TILE_B"], params["K_CHUNK"], params["SCAN_BLOCK"]
+        scan_warps = max(4, min(16, scan_block // 256))
+        if params["SCAN"] == "serial":
+            scan = f"""    _jagged_scan_serial[(1,)](offsets, out_offsets, batch, K={k}, BLOCK={scan_block}, num_warps={scan_warps})
+    _jagged_copy[grid](values, offsets, out_values, out_offsets, batch, K={k}, TILE_B={tile}, K_CHUNK={chunk},
+                       WRITE_OFFSETS=False{launch_args(params)})"""
+        else:
+            scan = f"""    _jagged_tile_totals[grid](offsets, out_offsets, batch, K={k}, TILE_B={tile}{launch_args(params)})
+    _jagged_scan_tiles[(1,)](out_offsets, batch, grid[0], TILE_B={tile}, BLOCK={scan_block}, num_warps={scan_warps})
+    _jagged_copy[grid](values, offsets, out_values, out_offsets, batch, K={k}, TILE_B={tile}, K_CHUNK={chunk},
+                       WRITE_OFFSETS=True{launch_args(params)})"""
+        return header(problem, params) + _COMBINES + f"""@triton.jit
+def _jagged_scan_serial(offsets_ptr, out_offsets_ptr, batch, K: tl.constexpr, BLOCK: tl.constexpr):
+    # one program: out_offsets[i + 1] = sum of min(length, K) over sequences 0..i, a tile at a time
+    total = tl.full((), 0, tl.int64)
+    tl.store(out_offsets_ptr, total)
+    for b0 in range(0, batch, BLOCK):
+        i = b0 + tl.arange(0, BLOCK)
+        mask = i < batch
+        lo = tl.load(offsets_ptr + i, mask=mask, other=0)
+        hi = tl.load(offsets_ptr + i + 1, mask=mask, other=0)
+        keep = tl.minimum(hi - lo, K)
+        tl.store(out_offsets_ptr + i + 1, total + tl.associative_scan(keep, 0, _add), mask=mask)
+        total += tl.reduce(keep, 0, _add)
+
+
+@triton.jit
+def _jagged_tile_totals(offsets_ptr, out_offsets_ptr, batch, K: tl.constexpr, TILE_B: tl.constexpr):
+    # the kept total of this tile, at the slot of out_offsets that ends the tile
+    t = tl.program_id(0)
+    i = t * TILE_B + tl.arange(0, TILE_B)
+    mask = i < batch
+    lo = tl.load(offsets_ptr + i, mask=mask, other=0)
+    hi = tl.load(offsets_ptr + i + 1, mask=mask, other=0)
+    keep = tl.minimum(hi - lo, K)
+    tl.store(out_offsets_ptr + tl.minimum((t + 1) * TILE_B, batch), tl.reduce(keep, 0, _add))
+
+
+@triton.jit
+def _jagged_scan_tiles(out_offsets_ptr, batch, tiles, TILE_B: tl.constexpr, BLOCK: tl.constexpr):
+    # one program: the tile totals at the tile-ending slots become inclusive prefix sums, in place
+    total = tl.full((), 0, tl.int64)
+    tl.store(out_offsets_ptr, total)
+    for t0 in range(0, tiles, BLOCK):
+        t = t0 + tl.arange(0, BLOCK)
+        mask = t < tiles
+        slot = tl.minimum((t + 1).to(tl.int64) * TILE_B, batch)
+        v = tl.load(out_offsets_ptr + slot, mask=mask, other=0)
+        tl.store(out_offsets_ptr + slot, total + tl.associative_scan(v, 0, _add), mask=mask)
+        total += tl.reduce(v, 0, _add)
+
+
+@triton.jit
+def _jagged_copy(values_ptr, offsets_ptr, out_values_ptr, out_offsets_ptr, batch, K: tl.constexpr,
+                 TILE_B: tl.constexpr, K_CHUNK: tl.constexpr, WRITE_OFFSETS: tl.constexpr):
+    t = tl.program_id(0)
+    i = t * TILE_B + tl.arange(0, TILE_B)
+    mask = i < batch
+    lo = tl.load(offsets_ptr + i, mask=mask, other=0)
+    hi = tl.load(offsets_ptr + i + 1, mask=mask, other=0)
+    keep = tl.minimum(hi - lo, K)
+    # where this tile's output starts: out_offsets at the tile's first sequence (written by the scan)
+    base = tl.load(out_offsets_ptr + t.to(tl.int64) * TILE_B)
+    ends = base + tl.associative_scan(keep, 0, _add)
+    if WRITE_OFFSETS:
+        tl.store(out_offsets_ptr + i + 1, ends, mask=mask)
+    dst = ends - keep
+    src = hi - keep
+    longest = tl.reduce(keep, 0, _max)
+    for c0 in range(0, longest, K_CHUNK):
+        c = c0 + tl.arange(0, K_CHUNK)
+        m = mask[:, None] & (c[None, :] < keep[:, None])
+        v = tl.load(values_ptr + src[:, None] + c[None, :], mask=m, eviction_policy="evict_first")
+        tl.store(out_values_ptr + dst[:, None] + c[None, :], v, mask=m)
+
+
+def kernel(inputs, outputs):
+    values, offsets = inputs
+    out_values, out_offsets = outputs
+    batch = offsets.shape[0] - 1
+    if batch <= 0:
+        _jagged_scan_serial[(1,)](offsets, out_offsets, 0, K={k}, BLOCK=256)
+        return
+    grid = (triton.cdiv(batch, {tile}),)
+{scan}
+"""
+
+
+RECIPES = [TritonGather(), TritonEmbeddingBag(), TritonBucketize(), TritonFeatureHash(), TritonJaggedTruncate()]

@@ -1,0 +1,190 @@
+"""Matrix products: ``C = A @ B`` (matmul) and ``C = relu(A @ B + bias)`` (addmm_relu), A [M, K] and B [K, N]
+row-major.
+
+The classic tiled Triton matmul: each program computes a ``BLOCK_M x BLOCK_N`` tile of C, walking K in steps of
+``BLOCK_K`` with ``tl.dot`` accumulating in float32 (bfloat16 and float16 inputs run on the tensor cores; float32
+inputs use ``INPUT_PRECISION``: "ieee" is exact float32 on the FMA units, "tf32x3" splits each operand into two
+tf32 halves and runs three tensor-core products, about float32 accuracy at several times the speed; plain tf32 is
+not accurate enough for float32's tolerance). Programs are numbered in groups of ``GROUP_M`` tile rows, so that
+programs running together share tiles of A and B in L2.
+
+Every edge is masked: rows past M, columns past N, and the last K step when K is not a multiple of ``BLOCK_K``
+(the launcher passes ``EVEN_K`` so that shapes with no K tail compile without the K masks). The bias add and
+relu of addmm_relu run in the epilogue, on the float32 accumulator, before the single rounding to the output
+dtype. Sizes and strides are read from the tensors at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+from kevolve import diagnosis as d
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.recipe import Recipe
+from kevolve.synthesis.schedule import Param, ScheduleSpace
+from kevolve.target import MachineFacts
+
+from kevolve_triton.device import triton_facts
+from kevolve_triton.recipes.common import header, launch_args, launch_params, warp_size
+
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+BLOCK_MN_CHOICES = (16, 32, 64, 128, 256)
+BLOCK_K_CHOICES = (16, 32, 64, 128)
+#: float32 accumulator registers per thread a tile may need (a warp group's share of BLOCK_M x BLOCK_N)
+MAX_ACC_PER_THREAD = 128
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def with_defaults(params: list[Param], **defaults: Any) -> list[Param]:
+    """Launch knobs with this recipe's defaults where the target offers that choice."""
+    return [replace(p, default=defaults[p.name]) if defaults.get(p.name) in p.choices else p for p in params]
+
+
+def _shared_limit(facts: MachineFacts) -> int:
+    """Shared memory (LDS) one program may use: NVIDIA's and AMD's spellings in the target's TOML."""
+    gpu = facts.extra.get("gpu", {})
+    total = gpu.get("shared_bytes_per_block", gpu.get("max_lds_bytes_per_workgroup", 65536))
+    return int(total) - int(gpu.get("reserved_shared_bytes_per_block", 0))
+
+
+def fp32_precisions(facts: MachineFacts) -> tuple[str, ...]:
+    """``tl.dot`` input precisions for float32 that keep float32 accuracy on this target: the TOML's
+    ``[facts.extra.triton] fp32_dot_precisions``, else "ieee" plus NVIDIA's "tf32x3" (warp size 32)."""
+    table = triton_facts(facts)
+    if "fp32_dot_precisions" in table:
+        return tuple(table["fp32_dot_precisions"])
+    return ("ieee", "tf32x3") if warp_size(facts) == 32 else ("ieee",)
+
+
+class TritonMatmul(Recipe):
+    name = "triton.matmul"
+    language = "triton"
+    families = ("matmul",)
+
+    def supports(self, problem: Problem) -> bool:
+        return (problem.family == "matmul" and problem.dtype in _DTYPES
+                and problem.attrs.get("epilogue", "none") in ("none", "relu"))
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        dims = problem.dims
+        m, n, k = (int(dims.get(x, 512)) for x in ("m", "n", "k"))
+        fp32 = problem.dtype == torch.float32
+        lanes = warp_size(facts)
+        size = problem.dtype.itemsize
+        shared = _shared_limit(facts)
+        # the largest tile that still gives at least half a program per SM: 512^3 (the timing shape) has only
+        # 16 tiles of 128x128 for 132 SMs and runs fastest at 64x32; 2048^3 in bfloat16 at 128x256 (measured on
+        # an H100)
+        tiles = ((128, 256), (128, 128), (128, 64), (64, 64), (64, 32)) if size <= 2 else \
+            ((128, 128), (128, 64), (64, 64), (64, 32))
+        block_m, block_n = 32, 32
+        for bm, bn in tiles:
+            if -(-m // bm) * -(-n // bn) >= facts.parallel_units // 2:
+                block_m, block_n = bm, bn
+                break
+        block_m, block_n = min(block_m, max(16, _next_pow2(m))), min(block_n, max(16, _next_pow2(n)))
+        block_k = min(32 if fp32 else 64, max(16, _next_pow2(k)))
+        warps = 8 if block_m * block_n >= 128 * 128 else max(1, min(4, block_m * block_n // (4 * lanes)))
+        stages = 3 if block_m * block_n > 128 * 128 else 4
+        # tf32x3 wins where the grid is small (latency-bound); on 128x128 tiles the FMA path ("ieee") was faster
+        # at 2048^3 (Triton's tf32 products need both operands K-major on Hopper; B is not)
+        precision = "ieee" if block_m * block_n >= 128 * 128 else "tf32x3"
+        params = [
+            Param("BLOCK_M", BLOCK_MN_CHOICES, {d.COMPUTE_BOUND: +1, d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: -1}, default=block_m),
+            Param("BLOCK_N", BLOCK_MN_CHOICES, {d.COMPUTE_BOUND: +1, d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: -1}, default=block_n),
+            Param("BLOCK_K", BLOCK_K_CHOICES, {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1,
+                                               d.OCCUPANCY_LIMITED: -1}, default=block_k),
+            Param("GROUP_M", (1, 4, 8, 16), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=8),
+        ]
+        if fp32:
+            precisions = fp32_precisions(facts)
+            params.append(Param("INPUT_PRECISION", precisions, {d.COMPUTE_BOUND: +1, d.SPILL_BOUND: -1},
+                                default=precision if precision in precisions else precisions[0]))
+        params += with_defaults(launch_params(facts, self.families[0]), num_warps=warps, num_stages=stages)
+
+        def valid(p: dict[str, Any]) -> bool:
+            bm, bn, bk = p["BLOCK_M"], p["BLOCK_N"], p["BLOCK_K"]
+            # no tile far larger than the timing shape (it would compute mostly padding)
+            if bm > max(16, _next_pow2(m)) or bn > max(16, _next_pow2(n)) or bk > max(16, _next_pow2(k)):
+                return False
+            warps = p.get("num_warps", 4)
+            if bm * bn > MAX_ACC_PER_THREAD * lanes * warps:
+                return False
+            if bm * bn < 4 * lanes * warps:  # fewer than 4 outputs a thread: warps with nothing to do
+                return False
+            stages = p.get("num_stages", 2)
+            return stages * (bm + bn) * bk * size <= shared
+
+        return ScheduleSpace(params, valid=valid)
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        bias = bool(problem.attrs.get("bias", False))
+        relu = problem.attrs.get("epilogue", "none") == "relu"
+        precision = params.get("INPUT_PRECISION") if problem.dtype == torch.float32 else None
+        dot_kw = f", input_precision=\"{precision}\"" if precision else ""
+        bias_arg = "bias_ptr, " if bias else ""
+        epilogue = ""
+        if bias:
+            epilogue += ("    bias = tl.load(bias_ptr + rn, mask=mask_n, other=0.0).to(tl.float32)\n"
+                         "    acc += bias[None, :]\n")
+        if relu:
+            epilogue += "    acc = tl.maximum(acc, 0.0)\n"
+        call_bias = "inputs[2], " if bias else ""
+        bm, bn, bk, gm = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"], params["GROUP_M"]
+        return header(problem, params) + f"""@triton.jit
+def _matmul_kernel(a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                   EVEN_K: tl.constexpr):
+    # programs in groups of GROUP_M tile rows, column by column: neighbours share A and B tiles in L2
+    pid = tl.program_id(0)
+    grid_m = (M + BLOCK_M - 1) // BLOCK_M
+    grid_n = (N + BLOCK_N - 1) // BLOCK_N
+    per_group = GROUP_M * grid_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    mask_m = rm < M
+    mask_n = rn < N
+    a_ptrs = a_ptr + rm[:, None].to(tl.int64) * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None].to(tl.int64) * stride_bk + rn[None, :]
+    acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        if EVEN_K:
+            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < K - k0), other=0.0)
+            b = tl.load(b_ptrs, mask=(rk[:, None] < K - k0) & mask_n[None, :], other=0.0)
+        acc = tl.dot(a, b, acc{dot_kw})
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+{epilogue}    c_ptrs = c_ptr + rm[:, None].to(tl.int64) * stride_cm + rn[None, :]
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+
+
+def kernel(inputs, outputs):
+    a, b = inputs[0], inputs[1]
+    c = outputs[0]
+    M, K = a.shape
+    N = b.shape[1]
+    grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}),)
+    _matmul_kernel[grid](a, b, {call_bias}c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
+                         BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={gm},
+                         EVEN_K=K % {bk} == 0{launch_args(params)})
+"""
+
+
+RECIPES = [TritonMatmul()]

@@ -1,0 +1,101 @@
+"""The Triton matmul recipe (matmul, addmm_relu) through the real harness on nvidia_h100: compiled for sm_90,
+correct through the interpreter at a small timing shape and the catalog's check shapes (1x1x1, 33x17x65,
+70x130x9: M, N and K edges), in float32 (default tf32x3 and a sampled point) and bfloat16 (the interpreter
+runner widens bf16 dot operands, which Triton's interpreter would multiply as raw bit patterns).
+Every knob responds to a diagnosis; a kernel that skips the last K tile is caught."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from triton_cases import catalog_problem, evaluate, recipe_for
+from kevolve import diagnosis as d
+from kevolve_triton.recipes import matmul
+
+SMALL = {"m": 70, "n": 130, "k": 65}
+
+
+@pytest.mark.parametrize("op", ["matmul", "addmm_relu"])
+def test_float32_default_point_is_correct_and_compiled(op, facts, config):
+    prob = catalog_problem(op, "float32", SMALL)
+    recipe = recipe_for(matmul.RECIPES, prob)
+    space = recipe.space(prob, facts)
+    params = space.default()
+    assert space.valid(params) and params["INPUT_PRECISION"] == "tf32x3", params
+    source = recipe.render(prob, params)
+    assert "torch" not in source and "numpy" not in source and 'input_precision="tf32x3"' in source
+    e = evaluate(source, params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason, e.evidence)
+    assert e.resources[d.REGISTERS] > 0 and e.resources["num_warps"] == params["num_warps"]
+    assert e.resources.get("spill_bytes", 0) == 0
+    assert e.untimed and "interpreter" in e.untimed and not e.timings
+
+
+def test_a_sampled_float32_point_is_correct(facts, config):
+    prob = catalog_problem("matmul", "float32", SMALL)
+    recipe = recipe_for(matmul.RECIPES, prob)
+    space = recipe.space(prob, facts)
+    params = {**space.sample(random.Random("matmul")), "INPUT_PRECISION": "ieee"}
+    assert space.valid(params) and params != space.default(), params
+    e = evaluate(recipe.render(prob, params), params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason, e.evidence)
+
+
+@pytest.mark.parametrize("op", ["matmul", "addmm_relu"])
+def test_bfloat16_default_point_through_the_harness(op, facts, config):
+    """Triton's interpreter multiplies bf16 ``tl.dot`` operands as raw uint16 patterns (triton-lang/triton#11584);
+    the interpreter runner widens them, so this holds through the harness."""
+    prob = catalog_problem(op, "bfloat16", SMALL)
+    recipe = recipe_for(matmul.RECIPES, prob)
+    params = recipe.space(prob, facts).default()
+    source = recipe.render(prob, params)
+    assert "input_precision" not in source  # bfloat16 goes to the tensor cores as it is, accumulating in float32
+    e = evaluate(source, params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason)
+
+
+def test_every_knob_responds_to_a_diagnosis(facts):
+    for op in ("matmul", "addmm_relu"):
+        for dtype in ("float32", "bfloat16"):
+            for dims in (SMALL, None):
+                prob = catalog_problem(op, dtype, dims)
+                recipe = recipe_for(matmul.RECIPES, prob)
+                space = recipe.space(prob, facts)
+                assert space.valid(space.default()), (op, dtype, dims)
+                names = {p.name for p in space.params}
+                assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"} <= names
+                assert ("INPUT_PRECISION" in names) == (dtype == "float32")
+                for param in space.params:
+                    assert param.responds_to, (op, param.name)
+                    assert set(param.responds_to) <= set(d.KINDS)
+                    assert set(param.responds_to.values()) <= {-1, 1}
+                    assert param.initial() in param.choices, (op, param.name)
+
+
+def test_defaults_follow_the_timing_shape(facts):
+    def default(dtype, n):
+        prob = catalog_problem("matmul", dtype, {"m": n, "n": n, "k": n})
+        space = recipe_for(matmul.RECIPES, prob).space(prob, facts)
+        params = space.default()
+        assert space.valid(params), params
+        return params
+
+    # 512^3 has few tiles for 132 SMs: small tiles (fastest on an H100, about cuBLAS's time in bfloat16)
+    assert (default("bfloat16", 512)["BLOCK_M"], default("bfloat16", 512)["BLOCK_N"]) == (64, 32)
+    assert default("float32", 512)["INPUT_PRECISION"] == "tf32x3"
+    big = default("bfloat16", 4096)
+    assert big["BLOCK_M"] * big["BLOCK_N"] >= 128 * 128 and big["num_warps"] == 8
+    # tiles never far larger than a tiny problem
+    assert default("float32", 1)["BLOCK_M"] == 16
+
+
+def test_a_kernel_that_skips_the_last_k_tile_is_caught(facts, config):
+    prob = catalog_problem("matmul", "float32", SMALL)
+    recipe = recipe_for(matmul.RECIPES, prob)
+    params = recipe.space(prob, facts).default()
+    source = recipe.render(prob, params)
+    loop = "for k0 in range(0, K, BLOCK_K):"
+    assert source.count(loop) == 1
+    e = evaluate(source.replace(loop, "for k0 in range(0, K - BLOCK_K, BLOCK_K):"), params, prob, config)
+    assert e.status == "wrong_result", (e.status, e.reason)
