@@ -108,9 +108,10 @@ class _ProgressView:
             self.progress.update(self.task, status=f"node {event['node']}: {event['stage']}")
         elif kind == "node":
             self.best = event["best"]
-            self.progress.update(self.task, completed=event["evaluated"],
-                                 description=f"searching (best {self.best:.2f}x)",
-                                 status=f"node {event['node']}: {event['status']} {event['fitness']:.2f}x")
+            # untimed targets rank by the modeled fraction of the roofline, which is not a speedup
+            fmt = (lambda f: f"{f:.0%} of roofline (modeled)") if event.get("untimed") else (lambda f: f"{f:.2f}x")
+            self.progress.update(self.task, completed=event["evaluated"], description=f"searching (best {fmt(self.best)})",
+                                 status=f"node {event['node']}: {event['status']} {fmt(event['fitness'])}")
         elif kind == "final":
             self.progress.update(self.task, status=f"re-timing best node {event['node']} against all baselines")
 

@@ -124,7 +124,8 @@ class Search:
         self._account(node_id, evaluation)
         self.progress({"kind": "node", "node": node_id, "status": evaluation.status, "fitness": evaluation.fitness,
                        "best": self.best_fitness, "reason": evaluation.reason, "evaluated": self.evaluated_count(),
-                       "diagnosis": evaluation.diagnosis.kind if evaluation.diagnosis else ""})
+                       "diagnosis": evaluation.diagnosis.kind if evaluation.diagnosis else "",
+                       "untimed": evaluation.untimed})
 
     def _account(self, node_id: int, evaluation: Evaluation) -> None:
         fitness = evaluation.fitness

@@ -11,13 +11,13 @@ import torch
 from kevolve import diagnosis as d
 from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 from kevolve.problems.problem import Problem
+from kevolve.synthesis.intdiv import U64, magic_divisor
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_common import elementwise_loop, parallel_for, prelude, simd_or_unroll, threads_param
 
-U64 = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1
 
 
@@ -366,20 +366,6 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
 
 
 # --- feature_hash ---------------------------------------------------------------------------------------------
-
-def magic_divisor(divisor: int, bits: int = 63) -> tuple[int, int]:
-    """(m, s) with floor(a / divisor) == (a * m) >> (64 + s) for every 0 <= a < 2**bits, m < 2**64: the
-    round-up reciprocal of Granlund and Montgomery. m = ceil(2**(64+s) / divisor) is exact when its error
-    e = m * divisor - 2**(64+s) satisfies e * 2**bits <= 2**(64+s); for 63-bit numerators the smallest such s
-    always yields a 64-bit m."""
-    for s in range(64):
-        m = -(-(1 << (64 + s)) // divisor)
-        if m > U64:
-            break
-        if (m * divisor - (1 << (64 + s))) << bits <= 1 << (64 + s):
-            return m, s
-    raise ValueError(f"no 64-bit magic number for {divisor}")
-
 
 def lemire_constant(divisor: int) -> int:
     """M = ceil(2**128 / divisor) mod 2**128: a mod divisor == ((M * a mod 2**128) * divisor) >> 128 for every

@@ -14,13 +14,13 @@ import torch
 from kevolve import diagnosis as d
 from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 from kevolve.problems.problem import Problem
+from kevolve.synthesis.intdiv import magic_divisor
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, warp_size
 
-U64 = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -208,8 +208,11 @@ class TritonBucketize(Recipe):
         block, items = params["BLOCK"], params["ITEMS"]
         shared = params["SEARCH"] == "shared"
         return header(problem, params) + f"""@triton.jit
-def _bucketize_global(x_ptr, b_ptr, out_ptr, n, nb, STEPS: tl.constexpr, BLOCK: tl.constexpr,
-                      ITEMS: tl.constexpr):
+def _bucketize(x_ptr, b_ptr, out_ptr, n, nb, STEPS: tl.constexpr, SHARED: tl.constexpr, NB_PAD: tl.constexpr,
+               BLOCK: tl.constexpr, ITEMS: tl.constexpr):
+    if SHARED:  # the boundaries once per program, probed with gathers from registers/shared memory
+        j = tl.arange(0, NB_PAD)
+        bounds = tl.load(b_ptr + j, mask=j < nb, other=0.0)
     start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
     for item in tl.static_range(ITEMS):
         offs = start + item * BLOCK + tl.arange(0, BLOCK)
@@ -219,26 +222,10 @@ def _bucketize_global(x_ptr, b_ptr, out_ptr, n, nb, STEPS: tl.constexpr, BLOCK: 
         for s in tl.static_range(STEPS):
             probe = lo + (1 << (STEPS - 1 - s))
             inside = probe <= nb
-            b = tl.load(b_ptr + (probe - 1), mask=inside & mask, other=0.0)
-            lo = tl.where(inside & ((b >= x) == 0), probe, lo)
-        tl.store(out_ptr + offs, lo.to(tl.int64), mask=mask)
-
-
-@triton.jit
-def _bucketize_shared(x_ptr, b_ptr, out_ptr, n, nb, STEPS: tl.constexpr, NB_PAD: tl.constexpr,
-                      BLOCK: tl.constexpr, ITEMS: tl.constexpr):
-    j = tl.arange(0, NB_PAD)
-    bounds = tl.load(b_ptr + j, mask=j < nb, other=0.0)
-    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
-    for item in tl.static_range(ITEMS):
-        offs = start + item * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-        lo = tl.full((BLOCK,), 0, tl.int32)
-        for s in tl.static_range(STEPS):
-            probe = lo + (1 << (STEPS - 1 - s))
-            inside = probe <= nb
-            b = tl.gather(bounds, tl.minimum(probe, nb) - 1, 0)
+            if SHARED:
+                b = tl.gather(bounds, tl.minimum(probe, nb) - 1, 0)
+            else:
+                b = tl.load(b_ptr + (probe - 1), mask=inside & mask, other=0.0)
             lo = tl.where(inside & ((b >= x) == 0), probe, lo)
         tl.store(out_ptr + offs, lo.to(tl.int64), mask=mask)
 
@@ -252,27 +239,13 @@ def kernel(inputs, outputs):
         return
     steps = nb.bit_length()  # ceil(log2(nb + 1)): 2**steps - 1 >= nb
     grid = (triton.cdiv(n, {block * items}),)
-    if {shared!r} and 0 < nb <= {self.MAX_SHARED}:
-        _bucketize_shared[grid](x, boundaries, out, n, nb, STEPS=steps, NB_PAD=triton.next_power_of_2(nb),
-                                BLOCK={block}, ITEMS={items}{launch_args(params)})
-    else:
-        _bucketize_global[grid](x, boundaries, out, n, nb, STEPS=steps, BLOCK={block}, ITEMS={items}{launch_args(params)})
+    shared = {shared!r} and 0 < nb <= {self.MAX_SHARED}
+    _bucketize[grid](x, boundaries, out, n, nb, STEPS=steps, SHARED=shared,
+                     NB_PAD=triton.next_power_of_2(nb) if shared else 1, BLOCK={block}, ITEMS={items}{launch_args(params)})
 """
 
 
 # --- feature_hash ---------------------------------------------------------------------------------------------
-
-def magic_divisor(divisor: int, bits: int = 63) -> tuple[int, int]:
-    """(m, s) with a // divisor == umulhi(a, m) >> s for every 0 <= a < 2**bits, m < 2**64 (the round-up
-    reciprocal of Granlund and Montgomery; for 63-bit numerators the smallest valid s gives a 64-bit m)."""
-    for s in range(64):
-        m = -(-(1 << (64 + s)) // divisor)
-        if m > U64:
-            break
-        if (m * divisor - (1 << (64 + s))) << bits <= 1 << (64 + s):
-            return m, s
-    raise ValueError(f"no 64-bit magic number for {divisor}")
-
 
 class TritonFeatureHash(Recipe):
     """bucket = (mix(id) & INT64_MAX) % num_buckets on the ids' 64-bit patterns as uint64 (wrapping multiplies,
