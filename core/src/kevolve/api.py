@@ -211,13 +211,14 @@ PYTHON_LANGUAGES = {"triton": "import triton", "numba": "import numba"}
 
 def guess_language(path: Path, source: str, languages: Sequence[str]) -> str | None:
     """The language of a kernel file from its suffix; for ``.py`` files, the Python-embedded language the
-    target builds whose module the file imports."""
+    target builds whose module the file imports, or the only one it builds."""
     if path.suffix != ".py":
         return LANGUAGE_BY_SUFFIX.get(path.suffix)
-    for language, marker in PYTHON_LANGUAGES.items():
-        if language in languages and marker in source:
+    built = [language for language in PYTHON_LANGUAGES if language in languages]
+    for language in built:
+        if PYTHON_LANGUAGES[language] in source:
             return language
-    return None
+    return built[0] if len(built) == 1 else None
 
 
 def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, language: str | None = None,
