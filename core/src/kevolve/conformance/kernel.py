@@ -19,25 +19,32 @@ FAMILY = "aten_pointwise"
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """One kernel: ``out = expr(inputs...)`` elementwise.
+    """One kernel for one set of (dtypes, attributes) of an operator.
 
-    ``inputs``: (variable name, dtype name) in the order the kernel receives them. ``layout``: ``same`` (each
-    input has the output's number of elements, flat loop), ``broadcast`` (each input has the output's rank and
-    broadcasts to it, NumPy rules), ``halves`` (one input split along ``dim`` into ``a`` = first half and
-    ``b`` = second half; the output has the half size along ``dim``)."""
+    ``inputs``: (variable name, dtype name) in the order the kernel receives them; ``outputs``: the dtype name of
+    each output, in the op's order. ``layout`` is the kind of kernel (:class:`~kevolve.conformance.spec.OpSpec`).
+    The expression layouts compute ``out = expr(inputs...)`` elementwise: ``same`` (each input has the output's
+    number of elements, flat loop), ``broadcast`` (each input has the output's rank and broadcasts to it, NumPy
+    rules), ``halves`` (one input split along ``dim`` into ``a`` = first half and ``b`` = second half; the output
+    has the half size along ``dim``). Other layouts are written from ``op`` and ``attrs``; ``expr`` is then the
+    table's optional element expression (None when it has none)."""
 
     op: str
     inputs: tuple[tuple[str, str], ...]
-    out_dtype: str
-    expr: Expr
+    outputs: tuple[str, ...]
+    expr: Expr | None
     layout: str = "same"
     dim: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def out_dtype(self) -> str:
+        return self.outputs[0]
+
     def describe(self) -> str:
         args = ", ".join(f"{n}: {d}" for n, d in self.inputs)
         attrs = json.dumps(self.attrs, sort_keys=True, default=str)
-        return f"{self.op}({args}) -> {self.out_dtype}, layout {self.layout}, attrs {attrs}"
+        return f"{self.op}({args}) -> {', '.join(self.outputs)}, layout {self.layout}, attrs {attrs}"
 
 
 class ConformanceProblem(Problem):

@@ -25,9 +25,11 @@ from typing import Any
 
 from kevolve.conformance import samples as sm
 from kevolve.conformance.kernel import FAMILY, ConformanceProblem, KernelSpec
-from kevolve.conformance.table import OPS, SUITE, OpSpec
+from kevolve.conformance.spec import EXPRESSION_LAYOUTS, OpSpec
+from kevolve.conformance.table import OPS, SUITE
 from kevolve.conformance.worker import DECLINED, FAILED, PASSED
 from kevolve.errors import CompileError, KevolveError
+from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
 CHECK_VERSION = 2
@@ -189,15 +191,16 @@ class ResultCache:
 
 
 def kernel_spec(spec: OpSpec, case: sm.Case) -> KernelSpec:
-    names = spec.tensor_names(case.attrs)
-    expr = spec.expression(case.attrs)
-    in_dtypes = [str(t.dtype).removeprefix("torch.") for t in case.inputs]
+    in_dtypes = [dtype_name(t.dtype) for t in case.inputs]
     if spec.layout == "halves":
-        inputs = tuple((n, in_dtypes[0]) for n in names)
-    else:
-        inputs = tuple(zip(names, in_dtypes))
-    out = str(case.expected[0].dtype).removeprefix("torch.")
-    return KernelSpec(spec.name, inputs, out, expr, spec.layout, int(case.attrs.get("dim", 0)), dict(case.attrs))
+        inputs = tuple((n, in_dtypes[0]) for n in spec.tensor_names(case.attrs))
+    elif spec.layout in EXPRESSION_LAYOUTS:
+        inputs = tuple(zip(spec.tensor_names(case.attrs), in_dtypes))
+    else:  # positional: in0, in1, ... in the order the sample bound them
+        inputs = tuple((f"in{i}", d) for i, d in enumerate(in_dtypes))
+    outputs = tuple(dtype_name(t.dtype) for t in case.expected)
+    dim = int(case.attrs["dim"]) if spec.layout == "halves" else 0
+    return KernelSpec(spec.name, inputs, outputs, spec.expression(case.attrs), spec.layout, dim, dict(case.attrs))
 
 
 def synthesize(registered: Any, kernel: KernelSpec) -> tuple[str, str, str]:

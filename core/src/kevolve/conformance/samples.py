@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from kevolve.conformance.table import REQUIRED, OpSpec
+from kevolve.conformance.spec import REQUIRED, OpSpec
 from kevolve.errors import KevolveError
 from kevolve.problems.problem import dtype_name
 
@@ -102,6 +102,9 @@ def _entry_label(entry: Any) -> str:
 def _describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"tensor{tuple(value.shape)}"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        inner = ", ".join(_describe(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
     return repr(value)
 
 
@@ -113,7 +116,13 @@ def _sample_label(entry: Any, index: int, sample: Any) -> str:
 
 def bind(spec: OpSpec, sample: Any, dtype: torch.dtype) -> tuple[list[torch.Tensor], dict[str, Any]]:
     """Map an OpInfo sample onto the table's signature: (kernel input tensors, scalar attributes)."""
-    if not isinstance(sample.input, torch.Tensor):
+    if spec.list_input:
+        if not isinstance(sample.input, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in sample.input):
+            raise Declined(f"input is {_describe(sample.input)}, not a sequence of tensors")
+        tensors = list(sample.input)
+    elif isinstance(sample.input, torch.Tensor):
+        tensors = [sample.input]
+    else:
         raise Declined(f"input is a {type(sample.input).__name__}, not a tensor")
     if len(sample.args) > len(spec.args):
         raise Declined(f"{len(sample.args)} positional arguments; the kernel takes {len(spec.args)}")
@@ -123,8 +132,7 @@ def bind(spec: OpSpec, sample: Any, dtype: torch.dtype) -> tuple[list[torch.Tens
         if key not in names:
             raise Declined(f"unsupported argument {key}={_describe(value)}")
         values[key] = value
-    tensors = [sample.input]
-    allowed: list[tuple[str, ...]] = [(dtype_name(dtype),)]
+    allowed: list[tuple[str, ...]] = [(dtype_name(dtype),)] * len(tensors)
     attrs: dict[str, Any] = {}
     for arg in spec.args:
         if arg.name not in values:
@@ -133,6 +141,15 @@ def bind(spec: OpSpec, sample: Any, dtype: torch.dtype) -> tuple[list[torch.Tens
             value = arg.default
         else:
             value = values[arg.name]
+        if arg.many:
+            if not isinstance(value, (list, tuple)) or not all(v is None or isinstance(v, torch.Tensor)
+                                                                for v in value):
+                raise Declined(f"{arg.name} is {_describe(value)}, not a sequence of tensors")
+            present = [v for v in value if v is not None]
+            tensors += present
+            allowed += [arg.dtypes or (dtype_name(dtype),)] * len(present)
+            attrs[f"{arg.name}_present"] = [v is not None for v in value]
+            continue
         if arg.tensor:
             if isinstance(value, torch.Tensor):
                 tensors.append(value)
@@ -192,8 +209,8 @@ def _case(spec: OpSpec, entry: Any, label: str, sample: Any, dtype: torch.dtype)
         inputs = _broadcast_rank(spec, inputs, expected)
     except Declined as why:
         return Case(label, declined=str(why))
-    if len(expected) != 1:
-        return Case(label, declined=f"{len(expected)} outputs; the kernel writes one")
+    if len(expected) != spec.outputs:
+        return Case(label, declined=f"{len(expected)} outputs; the kernel writes {spec.outputs}")
     return Case(label, inputs, expected, attrs)
 
 
@@ -206,7 +223,7 @@ def _large_samples(spec: OpSpec, entry: Any, dtype: torch.dtype) -> list[tuple[s
     torch.manual_seed(SEED + 1)
     samples = []
     try:
-        for shape in LARGE_SHAPES:
+        for shape in spec.large_shapes or LARGE_SHAPES:
             if dtype.is_floating_point:
                 low = -8.0 if domain[0] is None else float(domain[0])
                 high = 8.0 if domain[1] is None else float(domain[1])
@@ -221,7 +238,10 @@ def _large_samples(spec: OpSpec, entry: Any, dtype: torch.dtype) -> list[tuple[s
                     return make_tensor(s, dtype=dtype, device="cpu")
                 return make_tensor(s, dtype=dtype, device="cpu", low=-2, high=2)
 
-            args, kwargs = spec.large(shape, make) if spec.large else ((), {})
+            extra = spec.large(shape, make) if spec.large else ((), {})
+            if len(extra) == 3:
+                x, *extra = extra
+            args, kwargs = extra
             samples.append((f"large{shape}", SampleInput(x, args=args, kwargs=kwargs)))
     finally:
         torch.random.set_rng_state(gen_state)

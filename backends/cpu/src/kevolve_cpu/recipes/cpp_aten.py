@@ -15,15 +15,26 @@ from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_common import cpp_expr, parallel_for, threads_param
 
-#: dtype name -> (C type, kv_dtype enum)
+#: dtype name -> (C storage type, kv_dtype enum); bfloat16 is stored as its 16-bit pattern
 C_TYPES = {"float32": ("float", "KV_FLOAT32"), "float64": ("double", "KV_FLOAT64"), "int64": ("int64_t", "KV_INT64"),
-           "int32": ("int32_t", "KV_INT32"), "bool": ("bool", "KV_BOOL")}
+           "int32": ("int32_t", "KV_INT32"), "bool": ("bool", "KV_BOOL"), "bfloat16": ("uint16_t", "KV_BFLOAT16")}
 #: declines: 1 wrong argument count, 2 shapes/layout, 3 dtype
 DECLINE_CODES = {1: "wrong number of tensors", 2: "shape or layout it was not written for", 3: "dtype"}
 
 
-def _compute_type(dtype: str) -> str:
+def compute_type(dtype: str) -> str:
+    """The C type a value of ``dtype`` is computed in (bfloat16 in float, as ATen's opmath)."""
     return {"float64": "double", "int64": "int64_t", "int32": "int64_t", "bool": "int64_t"}.get(dtype, "float")
+
+
+def load(dtype: str, value: str) -> str:
+    """C expression reading a stored element of ``dtype`` as its compute type."""
+    return f"kv_bf16_to_f32({value})" if dtype == "bfloat16" else f"({compute_type(dtype)})({value})"
+
+
+def store(dtype: str, value: str) -> str:
+    """C expression converting a computed value to the storage of ``dtype`` (bfloat16: round to nearest even)."""
+    return f"kv_f32_to_bf16((float)({value}))" if dtype == "bfloat16" else f"({C_TYPES[dtype][0]})({value})"
 
 
 class CppAtenPointwise(Recipe):
@@ -41,7 +52,7 @@ class CppAtenPointwise(Recipe):
 
     def render(self, problem: Problem, params: dict) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
-        ct = _compute_type(k.inputs[0][1])
+        ct = compute_type(k.inputs[0][1])
         out_c, out_enum = C_TYPES[k.out_dtype]
         value = cpp_expr(k.expr, "libm", ct)
         checks = [f"    if (n_in != {len(k.inputs) if k.layout != 'halves' else 1} || n_out != 1) return 1;",
@@ -54,11 +65,11 @@ class CppAtenPointwise(Recipe):
         pragma = parallel_for(params["threads"])
         if k.layout == "same":
             checks += [f"    if (kv_numel(&in[{i}]) != n) return 2;" for i in range(len(sources))]
-            loads = " ".join(f"const ct_t {name} = (ct_t)p{i}[i];" for i, (name, _) in enumerate(k.inputs))
+            loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
             loop = f"""    {pragma}
     for (int64_t i = 0; i < n; ++i) {{
         {loads}
-        o[i] = (out_t)({value});
+        o[i] = {store(k.out_dtype, value)};
     }}"""
         elif k.layout == "broadcast":
             checks.append("    const int64_t nd = out[0].ndim;")
@@ -69,7 +80,7 @@ class CppAtenPointwise(Recipe):
                 f"        s{i}[d] = in[{i}].shape[d] == 1 ? 0 : in[{i}].strides[d];\n"
                 f"    }}" for i in range(len(sources)))
             offsets = " ".join(f"o{i} += c * s{i}[d];" for i in range(len(sources)))
-            loads = " ".join(f"const ct_t {name} = (ct_t)p{i}[o{i}];" for i, (name, _) in enumerate(k.inputs))
+            loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i}]')};" for i, (name, d) in enumerate(k.inputs))
             loop = f"""    int64_t {", ".join(f"s{i}[8] = {{0}}" for i in range(len(sources)))};
 {strides}
     {pragma}
@@ -81,7 +92,7 @@ class CppAtenPointwise(Recipe):
             {offsets}
         }}
         {loads}
-        o[i] = (out_t)({value});
+        o[i] = {store(k.out_dtype, value)};
     }}"""
         else:  # halves along k.dim
             checks += [f"    if (in[0].ndim <= {k.dim} || out[0].ndim != in[0].ndim) return 2;",
@@ -95,8 +106,8 @@ class CppAtenPointwise(Recipe):
     for (int64_t i = 0; i < n; ++i) {{
         const int64_t c = i % inner, j = (i / inner) % half, r = i / (inner * half);
         const int64_t base = r * len * inner + c;
-        const ct_t a = (ct_t)p0[base + j * inner], b = (ct_t)p0[base + (j + half) * inner];
-        o[i] = (out_t)({value});
+        const ct_t a = {load(k.inputs[0][1], 'p0[base + j * inner]')}, b = {load(k.inputs[0][1], 'p0[base + (j + half) * inner]')};
+        o[i] = {store(k.out_dtype, value)};
     }}"""
         params_text = ", ".join(f"{key}={val}" for key, val in params.items())
         checks_text = "\n".join(checks)

@@ -1,0 +1,5 @@
+"""ATen conformance kernels in C++: other operators (being written)."""
+
+from __future__ import annotations
+
+RECIPES: list = []
