@@ -86,7 +86,7 @@ def make_impl(op: str, target: str, sources: dict[str, str], language: str) -> C
             inputs = [t.reshape([1] * (len(shape) - t.dim()) + list(t.shape)) for t in inputs]
         else:
             shape = list(inputs[0].shape)
-        key = sm.Case("", inputs, [], attrs).kernel_key(spec)
+        key = sm.Case("", inputs, [], attrs, spec=spec).kernel_key()
         if key not in sources:
             raise NotImplementedError(f"{op}: no kernel was generated for {key}")
         out = torch.empty(shape, dtype=torch.bool if spec.out_dtype == "bool" else x.dtype, device=x.device)

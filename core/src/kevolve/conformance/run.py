@@ -190,7 +190,9 @@ class ResultCache:
         return {op: OpResult.from_json(json.loads(text)) for op, text in rows}
 
 
-def kernel_spec(spec: OpSpec, case: sm.Case) -> KernelSpec:
+def kernel_spec(case: sm.Case) -> KernelSpec:
+    spec = case.spec
+    assert spec is not None, "a bound sample carries its table entry"
     in_dtypes = [dtype_name(t.dtype) for t in case.inputs]
     if spec.layout == "halves":
         inputs = tuple((n, in_dtypes[0]) for n in spec.tensor_names(case.attrs))
@@ -237,13 +239,13 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
     languages: dict[str, str] = {}
     unwritable: dict[str, str] = {}
     for case in drawn.cases:
-        if case.declined or spec is None:
+        if case.declined:
             continue
-        key = case.kernel_key(spec)
+        key = case.kernel_key()
         if key in sources or key in unwritable:
             continue
         try:
-            source, language, why = synthesize(registered, kernel_spec(spec, case))
+            source, language, why = synthesize(registered, kernel_spec(case))
         except Exception as exc:  # noqa: BLE001 - an expression the table cannot build for these attributes
             source, language, why = "", "", f"cannot build the expression: {type(exc).__name__}: {exc}"
         if why:
@@ -285,13 +287,12 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
             continue
         builds[key] = asdict(build)
     # run the runnable cases in one isolated worker
-    runnable = [(i, c) for i, c in enumerate(drawn.cases) if not c.declined and spec is not None
-                and c.kernel_key(spec) in builds]
+    runnable = [(i, c) for i, c in enumerate(drawn.cases) if not c.declined and c.kernel_key() in builds]
     outcomes: dict[int, dict] = {}
     if runnable:
         task = {"entry": "kevolve.conformance.worker:run", "target": registered.spec.name,
                 "bootstrap": worker_bootstrap(), "builds": builds,
-                "cases": [{"kernel": c.kernel_key(spec), "inputs": c.inputs, "expected": c.expected}
+                "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected}
                           for _, c in runnable]}
         raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=config.memory_limit_bytes,
                            env=registered.backend.worker_env(registered.spec))
@@ -305,7 +306,7 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
         if case.declined:
             result.samples.append(SampleResult(case.label, DECLINED, case.declined))
             continue
-        key = case.kernel_key(spec) if spec is not None else ""
+        key = case.kernel_key()
         if key in unwritable:
             result.samples.append(SampleResult(case.label, DECLINED, unwritable[key]))
         elif key in broken:

@@ -58,10 +58,14 @@ class Case:
     expected: list[torch.Tensor] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
     declined: str = ""
+    #: the table entry the sample was bound with (None when declined before binding)
+    spec: OpSpec | None = None
 
-    def kernel_key(self, spec: OpSpec) -> str:
+    def kernel_key(self) -> str:
+        """One kernel serves every sample with the same key: layout, attributes and input dtypes."""
         dtypes = [dtype_name(t.dtype) for t in self.inputs]
-        return json.dumps({"attrs": self.attrs, "dtypes": dtypes}, sort_keys=True, default=str)
+        layout = self.spec.layout if self.spec else ""
+        return json.dumps({"attrs": self.attrs, "dtypes": dtypes, "layout": layout}, sort_keys=True, default=str)
 
 
 @dataclass
@@ -211,7 +215,7 @@ def _case(spec: OpSpec, entry: Any, label: str, sample: Any, dtype: torch.dtype)
         return Case(label, declined=str(why))
     if len(expected) != spec.outputs:
         return Case(label, declined=f"{len(expected)} outputs; the kernel writes {spec.outputs}")
-    return Case(label, inputs, expected, attrs)
+    return Case(label, inputs, expected, attrs, spec=spec)
 
 
 def _large_samples(spec: OpSpec, entry: Any, dtype: torch.dtype) -> list[tuple[str, Any]]:
@@ -269,11 +273,12 @@ def draw(spec: OpSpec | None, name: str, db: list[Any] | None = None) -> Drawn:
             if spec is None:
                 cases.append(Case(label, declined="no kernel recipe for this operator yet"))
             else:
-                cases.append(_case(spec, entry, label, sample, dtype))
+                cases.append(_case(spec.for_entry(entry.variant_test_name), entry, label, sample, dtype))
     if usable:
         if spec is None:
             cases += [Case(f"large{shape}", declined="no kernel recipe for this operator yet") for shape in LARGE_SHAPES]
         else:
-            for label, sample in _large_samples(spec, usable[0], dtype):
-                cases.append(_case(spec, usable[0], f"{_entry_label(usable[0])}:{label}", sample, dtype))
+            first = spec.for_entry(usable[0].variant_test_name)
+            for label, sample in _large_samples(first, usable[0], dtype):
+                cases.append(_case(first, usable[0], f"{_entry_label(usable[0])}:{label}", sample, dtype))
     return Drawn(name, dtype_name(dtype), [_entry_label(e) for e in usable], skipped, cases)

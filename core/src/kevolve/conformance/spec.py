@@ -36,7 +36,7 @@ class Arg:
     many: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OpSpec:
     """How to write a kernel for one OpInfo name.
 
@@ -67,6 +67,13 @@ class OpSpec:
     large: Callable[[tuple[int, ...], Any], tuple] | None = None
     #: shapes of the larger random samples when the suite's defaults do not fit the op (e.g. 4-D for conv2d)
     large_shapes: tuple[tuple[int, ...], ...] | None = None
+    #: OpInfo entries of this name that compute something else (e.g. ``max``'s ``binary`` variant, a pointwise
+    #: maximum, beside its reductions): variant_test_name -> the entry to bind their samples with
+    variants: dict[str, OpSpec] | None = None
+
+    def for_entry(self, variant: str) -> OpSpec:
+        """The entry that binds the samples of the OpInfo variant ``variant``."""
+        return (self.variants or {}).get(variant, self)
 
     def tensor_names(self, attrs: dict[str, Any]) -> tuple[str, ...]:
         """The kernel's tensor variables for a sample bound with ``attrs`` (tensor arguments given as numbers are
