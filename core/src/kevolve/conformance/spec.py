@@ -55,8 +55,9 @@ class OpSpec:
     layout: str = "same"
     #: output dtype name when not the input's (e.g. "bool")
     out_dtype: str | None = None
-    #: how many outputs the op returns (e.g. 2 for sort's values and indices); the kernel writes all of them
-    outputs: int = 1
+    #: how many outputs the op returns (e.g. 2 for sort's values and indices), or the counts it may return
+    #: depending on its arguments (e.g. (1, 2) for max_pool2d's return_indices); the kernel writes all of them
+    outputs: int | tuple[int, ...] = 1
     #: the op's input is a sequence of tensors (e.g. cat): each one is a kernel input
     list_input: bool = False
     #: host-side argument normalisation: (tensors, attrs) -> (tensors, attrs): contiguous copies, views,
