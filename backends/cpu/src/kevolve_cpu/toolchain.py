@@ -7,6 +7,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -64,24 +65,35 @@ class CppToolchain(Toolchain):
             raise CompileError(why)
         workdir.mkdir(parents=True, exist_ok=True)
         src, lib, stamp = workdir / "kernel.cpp", workdir / "kernel.so", workdir / "kernel.cmd"
-        command = [self.compiler, *CXXFLAGS, f"-I{INCLUDE_DIR}", str(src), "-o", str(lib)]
-        repro = shlex.join(command)
+        repro = shlex.join([self.compiler, *CXXFLAGS, f"-I{INCLUDE_DIR}", str(src), "-o", str(lib)])
         fresh = lib.exists() and src.exists() and src.read_text() == source and stamp.exists() \
             and stamp.read_text() == f"{self.version()}\n{repro}"
         if not fresh:
-            src.write_text(source)
-            lib.unlink(missing_ok=True)
-            stamp.unlink(missing_ok=True)
-            try:
-                proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
-                                      cwd=workdir)
-            except subprocess.TimeoutExpired:
-                raise CompileError(f"compiler ran past {COMPILE_TIMEOUT_S} s", repro=repro) from None
-            if proc.returncode != 0:
-                raise CompileError(f"C++ compile failed (exit {proc.returncode})", log=proc.stderr, repro=repro)
-            stamp.write_text(f"{self.version()}\n{repro}")
+            self._compile_into(workdir, source, repro)
         return BuildResult(language=self.language, artifact=str(lib), command=repro,
                            resources=_resources(workdir, lib), foreign_calls=_foreign_symbols(lib))
+
+    def _compile_into(self, workdir: Path, source: str, repro: str) -> None:
+        """Compile in a private directory, then move the results in (the stamp last): builds of the same source
+        by concurrent processes (two searches, parallel tests) never see each other's half-written files."""
+        with tempfile.TemporaryDirectory(dir=workdir, prefix=".build-") as private:
+            tmp = Path(private)
+            (tmp / "kernel.cpp").write_text(source)
+            command = [self.compiler, *CXXFLAGS, f"-I{INCLUDE_DIR}", "kernel.cpp", "-o", "kernel.so"]
+            try:
+                proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, cwd=tmp)
+            except subprocess.TimeoutExpired:
+                raise CompileError(f"compiler ran past {COMPILE_TIMEOUT_S} s", repro=repro) from None
+            if proc.returncode != 0:  # the source stays where the repro command looks for it
+                os.replace(tmp / "kernel.cpp", workdir / "kernel.cpp")
+                raise CompileError(f"C++ compile failed (exit {proc.returncode})", log=proc.stderr, repro=repro)
+            (workdir / "kernel.cmd").unlink(missing_ok=True)
+            for old in workdir.glob("*.su"):
+                old.unlink(missing_ok=True)
+            for made in tmp.iterdir():
+                os.replace(made, workdir / made.name)
+            (tmp / "kernel.cmd").write_text(f"{self.version()}\n{repro}")
+            os.replace(tmp / "kernel.cmd", workdir / "kernel.cmd")
 
 
 def _resources(workdir: Path, lib: Path) -> dict[str, float]:

@@ -1,0 +1,93 @@
+"""ATen conformance on the CPU target for matrix products and attention: the batched GEMM (addmm with its
+broadcast input and the beta=0 rule, matmul's 1-D and broadcast batch cases) and scaled dot-product attention
+(masks, causal, grouped-query heads, dropout drawn from the seeded generator), on every OpInfo sample; a
+hand-computed product; dropout with the wrong seed reported failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("expecttest")
+
+from kevolve.conformance import OPS
+from kevolve.conformance.ops.matmul import _prep_sdpa
+from kevolve.conformance.run import ResultCache, check_op
+from kevolve.conformance.samples import op_db
+from kevolve.plugins import get_manager
+
+SDPA = "nn.functional.scaled_dot_product_attention"
+
+
+@pytest.fixture(scope="module")
+def db():
+    return op_db()
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    registered = get_manager().target("cpu")
+    ok, why = registered.backend.usable(registered.spec)
+    if not ok:
+        pytest.skip(why)
+    return registered
+
+
+class _Entry:
+    """A one-op OpInfo stand-in: the given samples, judged against the given reference."""
+
+    def __init__(self, name: str, op: Any, samples: list[Any]) -> None:
+        self.name, self.variant_test_name, self.op, self.samples = name, "", op, samples
+        self.domain = (None, None)
+
+    def supported_dtypes(self, device: str) -> set[torch.dtype]:
+        return {torch.float32}
+
+    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[Any]:
+        return list(self.samples)
+
+
+@pytest.mark.parametrize(("op", "total"), [("addmm", 14), ("matmul", 17), (SDPA, 27)])
+def test_every_sample_passes(db, cpu, tmp_path, op, total):
+    result = check_op(op, cpu, ResultCache(tmp_path / "c.sqlite"), db)
+    assert result.language == "cpp" and not result.error
+    assert result.passed == result.total == total and not result.declined and not result.failed
+    assert result.worst <= 1.0
+    # the larger samples: addmm's second has beta=0 over a NaN input, attention's first has dropout and a mask
+    assert sum(s.label.split(":")[-1].startswith("large") for s in result.samples) == 2
+
+
+def test_hand_computed_addmm_and_a_wrong_reference(cpu):
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    a, b = torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[5.0, 6.0], [7.0, 8.0]])
+    right = torch.tensor([[43.0, 54.0], [91.0, 110.0]])  # 2 * [[19, 22], [43, 50]] + 0.5 * [10, 20]
+    ignored = torch.tensor([[float("nan"), 1.0]])  # beta=0: the input is not read (ATen's rule)
+    samples = [SampleInput(torch.tensor([10.0, 20.0]), args=(a, b), kwargs={"alpha": 2, "beta": 0.5}),
+               SampleInput(ignored, args=(a, b), kwargs={"alpha": 1, "beta": 0})]
+    refs = {id(samples[0].input): right, id(samples[1].input): torch.tensor([[19.0, 22.0], [43.0, 50.0]])}
+
+    def reference(shift: float) -> Any:  # the hand values for the two samples, PyTorch for the larger ones
+        return lambda x, *args, **kwargs: refs[id(x)] + shift if id(x) in refs else torch.addmm(x, *args, **kwargs)
+
+    result = check_op("addmm", cpu, None, [_Entry("addmm", reference(0.0), samples)])
+    assert (result.passed, result.total) == (4, 4)
+    assert [s.worst for s in result.samples[:2]] == [0.0, 0.0]
+    result = check_op("addmm", cpu, None, [_Entry("addmm", reference(1.0), samples)])
+    assert result.passed == 2 and [s.label[:7] for s in result.failed] == ["addmm#0", "addmm#1"]
+    assert all("differ from the reference" in s.reason for s in result.failed)
+
+
+def test_dropout_from_another_seed_fails(db, cpu):
+    def reseeded(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        tensors, options = _prep_sdpa(tensors, attrs)
+        return tensors, {**options, "seed": 43} if "seed" in options else options
+
+    result = check_op(SDPA, cpu, None, db, spec_override=dataclasses.replace(OPS[SDPA], prepare=reseeded))
+    # the 12 OpInfo samples with dropout_p=0.5 and the first larger one (dropout_p=0.3) draw another mask
+    assert len(result.failed) == 13 and result.passed == result.total - 13 == 14
+    assert all("dropout_p" in s.label or ":large(2, 3" in s.label for s in result.failed)
