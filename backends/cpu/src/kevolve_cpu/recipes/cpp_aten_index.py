@@ -203,11 +203,20 @@ class CppAtenScatter(_IndexRecipe):
             source = _pointer("src", 2, xt)
             geometry = "const kv_tensor* S = &in[2];"
         mean = reduce == "mean"
+        once = k.attrs.get("rounding", "once") == "once"
+        # where the running value lives: a compute-type copy of the output (rounded once at the end), or the
+        # output itself (rounded every step)
+        read, write = ("acc[at]", "acc[at] = {};") if once else (load(xt, "o[at]"), f"o[at] = {store(xt, '{}')};")
         reset = "" if include_self or identity is None else f"""
         for (int64_t t = 0; t < len; ++t) {{
             const int64_t v = (int64_t)idx[bi + t * is[dim]];
-            if (v >= 0 && v < size) o[bo + v * step] = {store(xt, identity)};
+            if (v >= 0 && v < size) {{ const int64_t at = bo + v * step; {write.format(identity)} }}
         }}"""
+        accumulate = "" if not once else f"""
+    std::vector<ct_t> acc(n);
+    for (int64_t i = 0; i < n; ++i) acc[i] = {load(xt, "o[i]")};"""
+        settle = "" if not once else f"""
+    for (int64_t i = 0; i < n; ++i) o[i] = {store(xt, "acc[i]")};"""
         divide = "" if not mean else f"""
     {_parallel(params)}
     for (int64_t i = 0; i < n; ++i) {{
@@ -236,7 +245,7 @@ class CppAtenScatter(_IndexRecipe):
     int64_t columns = 1;
     for (int64_t d = 0; d < nd; ++d) if (d != dim) columns *= dom[d];
 {_pointer("idx", 1, it)}
-{source}
+{source}{accumulate}
     std::vector<int64_t> count({"n" if mean else "0"}, 0);
     int bad = 0;
     {_parallel(params, "reduction(|:bad)")}
@@ -259,11 +268,11 @@ class CppAtenScatter(_IndexRecipe):
             }}
             const int64_t at = bo + target * step;
             {value}
-            const ct_t cur = {load(xt, "o[at]")};
+            const ct_t cur = {read};
             (void)cur;
-            o[at] = {store(xt, combine)};{" count[at] += 1;" if mean else ""}
+            {write.format(combine)}{" count[at] += 1;" if mean else ""}
         }}
-    }}{divide}
+    }}{settle}{divide}
     return bad ? 2 : 0;"""
 
 

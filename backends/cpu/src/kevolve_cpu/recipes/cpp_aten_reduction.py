@@ -138,7 +138,10 @@ def scan_body(op: str) -> Body:
 
 
 def _accumulator(out_dtype: str) -> str:
-    """Sums and products of floats accumulate in double (ATen's CPU acc_type); of integers, exactly in int64."""
+    """ATen's CPU acc_type: float32/float64 accumulate in double, bfloat16 in float (so a running product that
+    overflows float stays infinite, as in ATen), integers exactly in int64."""
+    if out_dtype == "bfloat16":
+        return "float"
     return "double" if out_dtype in _FLOATS else "int64_t"
 
 

@@ -99,8 +99,12 @@ def _index_select_large(shape: tuple[int, ...], make: Any) -> tuple[tuple, dict]
 # the index broadcast (index_add); attrs: reduce, include_self, alpha, and src when the source is a number
 
 
-def _scatter_attrs(attrs: dict[str, Any], reduce: str, include_self: bool = True, alpha: float = 1.0) -> dict:
-    out: dict[str, Any] = {"reduce": reduce, "include_self": bool(include_self), "alpha": float(alpha)}
+def _scatter_attrs(attrs: dict[str, Any], reduce: str, include_self: bool = True, alpha: float = 1.0,
+                   rounding: str = "once") -> dict:
+    """``rounding``: ``once`` (the scatter family combines in the compute type and rounds each output once, as
+    ATen's bfloat16 scatter does) or ``each`` (index_add adds into its output, rounding every step)."""
+    out: dict[str, Any] = {"reduce": reduce, "include_self": bool(include_self), "alpha": float(alpha),
+                           "rounding": rounding}
     if "src" in attrs:
         out["src"] = attrs["src"]
     return out
@@ -128,7 +132,7 @@ def _scatter_reduce_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[
 
 
 def _index_add_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    return _scatter_tensors(tensors, attrs, 1), _scatter_attrs(attrs, "sum", True, attrs["alpha"])
+    return _scatter_tensors(tensors, attrs, 1), _scatter_attrs(attrs, "sum", True, attrs["alpha"], "each")
 
 
 def _scatter_index(shape: tuple[int, ...]) -> torch.Tensor:
@@ -254,8 +258,8 @@ _SPECIALS = torch.tensor([float("-inf"), -0.0, 0.0, float("inf"), float("nan")])
 
 def _sorted_with_specials(shape: tuple[int, ...], make: Any) -> torch.Tensor:
     """Sorted rows with -inf, signed zeros, inf and NaN (NaN sorts last, as ATen's sort)."""
-    rows = torch.cat([make((*shape[:-1], shape[-1] - len(_SPECIALS))) * 4.0,
-                      _SPECIALS.expand(*shape[:-1], len(_SPECIALS))], dim=-1)
+    finite = make((*shape[:-1], shape[-1] - len(_SPECIALS))) * 4.0
+    rows = torch.cat([finite, _SPECIALS.to(finite.dtype).expand(*shape[:-1], len(_SPECIALS))], dim=-1)
     return torch.sort(rows, dim=-1).values
 
 
@@ -265,7 +269,7 @@ def _bucketize_large(shape: tuple[int, ...], make: Any) -> tuple[tuple, dict]:
 
 def _searchsorted_large(shape: tuple[int, ...], make: Any) -> tuple:
     values = make(shape) * 4.0
-    values.view(-1)[:len(_SPECIALS)] = _SPECIALS
+    values.view(-1)[:len(_SPECIALS)] = _SPECIALS.to(values.dtype)
     if len(shape) == 2:
         return _sorted_with_specials((shape[1],), make), (values,), {"out_int32": True}
     rows = _sorted_with_specials(shape, make)

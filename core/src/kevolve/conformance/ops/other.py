@@ -87,7 +87,7 @@ def _cat_large(shape: tuple[int, ...], make: Any) -> tuple:
     x.view(-1)[:3] = torch.tensor([float("nan"), float("inf"), -0.0])
     if len(shape) == 2:
         return [make((shape[0], 17)), x, make((shape[0], 3))], (), {"dim": -1}
-    return [x, torch.empty(0), make((shape[0], 5, shape[2]))], (1,), {}
+    return [x, torch.empty(0, dtype=x.dtype), make((shape[0], 5, shape[2]))], (1,), {}
 
 
 def _flip_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
