@@ -20,23 +20,7 @@ from kevolve.cli import main
 from kevolve.conformance import OPS, SUITE, SUITE_GROUPS
 from kevolve.conformance.cli import parse_ops
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
 from kevolve.synthesis import expr as E
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    registered = get_manager().target("cpu")
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 def test_suite_is_the_issues_160_opinfo_names(db):

@@ -22,26 +22,11 @@ pytest.importorskip("expecttest")
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import bind, op_db
-from kevolve.plugins import get_manager
+from kevolve.conformance.samples import bind
 from kevolve.problems.problem import dtype_name
 from torch.testing._internal.opinfo.core import SampleInput
 
 NAN = math.nan
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    registered = get_manager().target("cpu")
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 @pytest.mark.parametrize(("op", "samples", "kernels"), [

@@ -17,24 +17,8 @@ pytest.importorskip("expecttest")
 from kevolve.conformance import OPS
 from kevolve.conformance.ops.matmul import _prep_sdpa
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
 
 SDPA = "nn.functional.scaled_dot_product_attention"
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    registered = get_manager().target("cpu")
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 class _Entry:

@@ -19,24 +19,8 @@ pytest.importorskip("expecttest")
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
 
 NAN, INF = math.nan, math.inf
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    registered = get_manager().target("cpu")
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 @pytest.mark.parametrize(("op", "samples", "kernels"), [
