@@ -1,0 +1,129 @@
+"""ATen conformance on the Triton targets for matrix products and attention: the batched GEMM (addmm with its
+broadcast input and the beta=0 rule, matmul's 1-D and broadcast batch cases) and scaled dot-product attention
+(masks, causal, grouped-query heads, dropout's keep-mask drawn by the kernel's own Mersenne Twister), run by the
+Triton interpreter; a hand-computed product and a wrong reference reported failing; dropout from another seed
+reported failing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("expecttest")
+pytest.importorskip("triton")
+
+from kevolve.conformance import OPS
+from kevolve.conformance.ops.matmul import _prep_sdpa
+from kevolve.conformance.run import ResultCache, check_op
+from kevolve.conformance.samples import op_db
+from kevolve.plugins import get_manager
+
+SDPA = "nn.functional.scaled_dot_product_attention"
+
+
+@pytest.fixture(scope="module")
+def db():
+    return op_db()
+
+
+def _target(name: str):
+    registered = get_manager().target(name)
+    ok, why = registered.backend.usable(registered.spec)
+    if not ok:
+        pytest.skip(why)
+    return registered
+
+
+class _Entry:
+    """A one-op OpInfo stand-in: the given samples, judged against the given reference."""
+
+    def __init__(self, name: str, op: Any, samples: list[Any]) -> None:
+        self.name, self.variant_test_name, self.op, self.samples = name, "", op, samples
+        self.domain = (None, None)
+
+    def supported_dtypes(self, device: str) -> set[torch.dtype]:
+        return {torch.float32}
+
+    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[Any]:
+        return list(self.samples)
+
+
+def _attention_entry(db: list[Any], picks: tuple[int, ...], extra: list[Any]) -> _Entry:
+    """Some of attention's OpInfo samples (the whole set takes minutes in the interpreter) plus ``extra``, judged
+    by the OpInfo's own op (which seeds the generator dropout draws from)."""
+    entry = next(e for e in db if e.name == SDPA)
+    torch.manual_seed(0)
+    samples = list(entry.sample_inputs("cpu", torch.float32))
+    return _Entry(SDPA, entry.op, [samples[i] for i in picks] + extra)
+
+
+def _long_keys() -> Any:
+    """Dropout over 200 keys: more than one key block a row, so the kernel walks one-row tiles."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 2, s, 8, generator=g) for s in (5, 200, 200))
+    return SampleInput(q, args=(k, v), kwargs={"dropout_p": 0.4, "is_causal": False})
+
+
+@pytest.mark.parametrize(("op", "total"), [("addmm", 14), ("matmul", 17)])
+def test_every_sample_passes(db, tmp_path, op, total):
+    result = check_op(op, _target("nvidia_h100"), ResultCache(tmp_path / "c.sqlite"), db)
+    assert result.language == "triton" and not result.error
+    assert result.passed == result.total == total and not result.declined and not result.failed
+    assert result.worst <= 1.0
+    # the larger samples: addmm's second has beta=0 over a NaN input
+    assert sum(s.label.split(":")[-1].startswith("large") for s in result.samples) == 2
+
+
+def test_mm_on_mtia_sim(db, tmp_path):
+    result = check_op("mm", _target("mtia_sim"), ResultCache(tmp_path / "c.sqlite"), db)
+    assert result.language == "triton" and not result.error
+    assert result.passed == result.total == 5 and not result.declined
+
+
+def test_attention_masks_causal_gqa_dropout(db):
+    # OpInfo #18: a 3-D query broadcast over 4-D keys, causal, dropout; #24: a float mask; the larger samples: a
+    # bool mask with dropout, causal grouped-query heads
+    entry = _attention_entry(db, (18, 24), [_long_keys()])
+    result = check_op(SDPA, _target("nvidia_h100"), None, [entry])
+    assert not result.error and not result.declined and not result.failed
+    assert result.passed == result.total == 5
+    assert result.worst <= 1.0
+
+    def reseeded(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        tensors, options = _prep_sdpa(tensors, attrs)
+        return tensors, {**options, "seed": 43} if "seed" in options else options
+
+    result = check_op(SDPA, _target("nvidia_h100"), None, [_attention_entry(db, (2, 16), [])],
+                      spec_override=dataclasses.replace(OPS[SDPA], prepare=reseeded))
+    # another seed draws another keep-mask: OpInfo #2 (3-D, causal, dropout_p=0.5) and the first larger sample
+    # (0.3) fail; #16 (no dropout) and the second larger sample pass
+    assert [s.label.split("(")[0] for s in result.failed] == [f"{SDPA}#0", f"{SDPA}:large"]
+    assert result.passed == 2
+
+
+def test_hand_computed_addmm_and_a_wrong_reference():
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    a, b = torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[5.0, 6.0], [7.0, 8.0]])
+    right = torch.tensor([[43.0, 54.0], [91.0, 110.0]])  # 2 * [[19, 22], [43, 50]] + 0.5 * [10, 20]
+    ignored = torch.tensor([[float("nan"), 1.0]])  # beta=0: the input is not read (ATen's rule)
+    samples = [SampleInput(torch.tensor([10.0, 20.0]), args=(a, b), kwargs={"alpha": 2, "beta": 0.5}),
+               SampleInput(ignored, args=(a, b), kwargs={"alpha": 1, "beta": 0})]
+    refs = {id(samples[0].input): right, id(samples[1].input): torch.tensor([[19.0, 22.0], [43.0, 50.0]])}
+
+    def reference(shift: float) -> Any:  # the hand values for the two samples, PyTorch for the larger ones
+        return lambda x, *args, **kwargs: refs[id(x)] + shift if id(x) in refs else torch.addmm(x, *args, **kwargs)
+
+    target = _target("nvidia_h100")
+    result = check_op("addmm", target, None, [_Entry("addmm", reference(0.0), samples)])
+    assert (result.passed, result.total) == (4, 4)
+    assert [s.worst for s in result.samples[:2]] == [0.0, 0.0]
+    result = check_op("addmm", target, None, [_Entry("addmm", reference(1.0), samples)])
+    assert result.passed == 2 and [s.label[:7] for s in result.failed] == ["addmm#0", "addmm#1"]
+    assert all("differ from the reference" in s.reason for s in result.failed)
