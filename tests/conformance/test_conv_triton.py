@@ -1,0 +1,134 @@
+"""ATen conformance of the conv group (convolutions, pooling, resizing, padding) on the Triton targets: OpInfo
+samples through the kernels of :mod:`kevolve_triton.recipes.aten_conv`, run by the Triton interpreter (no GPU
+here), and the same sources compiled ahead of time for sm_90 and gfx942.
+
+A fast subset: real passing results on nvidia_h100 (avg_pool2d, adaptive_avg_pool2d, pad) and mtia_sim
+(conv_transpose2d); a wrong divisor reported failing with its worst error; one kernel of every kind compiled for
+both GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+import torch
+
+pytest.importorskip("expecttest")
+pytest.importorskip("triton")
+
+from kevolve.backend.runner import load_kernel_module
+from kevolve.cli import main
+from kevolve.conformance import OPS
+from kevolve.conformance.run import check_op, kernel_spec, synthesize
+from kevolve.conformance.samples import draw, op_db
+from kevolve.plugins import get_manager
+from kevolve_triton.recipes import aten_conv
+
+
+@pytest.fixture(scope="module")
+def db():
+    return op_db()
+
+
+def _target(name: str):
+    registered = get_manager().target(name)
+    ok, why = registered.backend.usable(registered.spec)
+    if not ok:
+        pytest.skip(why)
+    return registered
+
+
+@pytest.fixture()
+def store(tmp_path, monkeypatch):
+    path = tmp_path / "kevolve.sqlite"
+    monkeypatch.setenv("KEVOLVE_STORE", str(path))
+    return path
+
+
+def _conformance(capsys, target: str, ops: str, store) -> dict:
+    code = main(["conformance", "--target", target, "--ops", ops, "--json", "--store", str(store)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, [(r["op"], r["failed"][:2], r["declined"][:2]) for r in report["ops"] if not r["passed"]]
+    return report
+
+
+def _all_pass(report: dict) -> None:
+    for r in report["ops"]:
+        assert r["samples_passed"] == r["samples_total"] > 0 and r["samples_declined"] == 0 and not r["cached"]
+        assert r["language"] == "triton" and r["worst_error_over_tolerance"] <= 1.0
+    assert report["samples_passed"] == report["samples_total"]
+
+
+def test_nvidia_subset_passes_every_sample(capsys, store):
+    _target("nvidia_h100")
+    ops = "nn.functional.avg_pool2d,nn.functional.adaptive_avg_pool2d,nn.functional.pad"
+    report = _conformance(capsys, "nvidia_h100", ops, store)
+    assert (report["passed_ops"], report["total_ops"]) == (3, 3)
+    _all_pass(report)
+    by_op = {r["op"]: r for r in report["ops"]}
+    # every OpInfo sample plus the two larger random ones; pad's four modes are four kernels
+    assert by_op["nn.functional.adaptive_avg_pool2d"]["samples_total"] == 12
+    assert by_op["nn.functional.pad"]["samples_total"] == 91 and by_op["nn.functional.pad"]["kernels"] == 4
+    # the integer arguments are packed into a tensor: one kernel serves every avg_pool2d sample
+    assert by_op["nn.functional.avg_pool2d"]["kernels"] == 1
+
+
+def test_mtia_sim_passes_every_sample(capsys, store):
+    _target("mtia_sim")
+    report = _conformance(capsys, "mtia_sim", "nn.functional.conv_transpose2d", store)
+    assert (report["passed_ops"], report["total_ops"]) == (1, 1)
+    _all_pass(report)
+
+
+def test_a_wrong_divisor_fails_with_its_worst_error(db, monkeypatch):
+    nvidia = _target("nvidia_h100")
+    # count_include_pad inverted: windows over the padding divide by the wrong count
+    wrong = aten_conv._AVG_POOL_DEVICE.replace("include_pad != 0", "include_pad == 0")
+    assert wrong != aten_conv._AVG_POOL_DEVICE
+    monkeypatch.setattr(aten_conv, "_AVG_POOL_DEVICE", wrong)
+    result = check_op("nn.functional.avg_pool2d", nvidia, None, db)
+    assert not result.ok and result.failed and not result.declined
+    assert 1.0 < result.worst and math.isfinite(result.worst)
+    assert all("differ from the reference" in s.reason for s in result.failed)
+
+
+def _compile_ahead(source: str, path, case) -> list[str]:
+    """Compile every launch of a kernel file for sm_90 and gfx942 (no device needed), as the toolchain's AOT
+    step does; returns the targets compiled."""
+    import triton
+    from kevolve_triton.capture import capture_launches
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    path.write_text(source)
+    os.environ.pop("TRITON_INTERPRET", None)
+    _, kernel = load_kernel_module(str(path))
+    outputs = [torch.empty_like(t) for t in case.expected]
+    compiled = []
+    for launch in capture_launches(kernel, case.inputs, outputs):
+        for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
+            source_ = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
+            triton.compile(source_, target=target, options=launch.options)
+            compiled.append(f"{target.backend}:{target.arch}")
+    return compiled
+
+
+@pytest.mark.parametrize("op, label", [
+    ("nn.functional.conv_transpose2d", "large"),
+    ("nn.functional.max_pool2d", "large"),
+    ("nn.functional.adaptive_avg_pool2d", "large"),
+    ("nn.functional.interpolate", "bicubic"),
+    ("nn.functional.pad", "circular"),
+])
+def test_every_kernel_kind_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch, op, label):
+    nvidia = _target("nvidia_h100")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    case = next(c for c in draw(OPS[op], op, db).cases
+                if not c.declined and label in c.label and c.expected[0].numel() > 0)
+    source, language, why = synthesize(nvidia, kernel_spec(case))
+    assert language == "triton" and not why
+    assert "libdevice" not in source and "torch" not in source
+    assert _compile_ahead(source, tmp_path / "kernel.py", case) == ["cuda:90", "hip:gfx942"]
