@@ -1,0 +1,139 @@
+"""ATen conformance on the Triton targets: normalisations and losses (the ``softmax``, ``norm``, ``loss`` and
+``cross_entropy`` kernels of :mod:`kevolve_triton.recipes.aten_norm`), run by the Triton interpreter.
+
+A fast subset: real OpInfo samples (plus the two larger random ones, NaN and infinities planted) passing for an op
+of several kernel kinds on nvidia_h100 and one on mtia_sim; a wrong kernel reported failing; hand-built samples
+for arguments the OpInfo samples leave out (infinite-p normalize with a NaN, label smoothing with class
+weights and probability targets); and the same source compiled ahead of time for sm_90 and gfx942.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytest.importorskip("expecttest")
+pytest.importorskip("triton")
+
+from kevolve.backend.runner import load_kernel_module
+from kevolve.conformance import OPS
+from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
+from kevolve.conformance.samples import draw, op_db
+from kevolve.conformance.spec import Arg
+from kevolve.plugins import get_manager
+from torch.testing._internal.opinfo.core import SampleInput
+
+
+@pytest.fixture(scope="module")
+def db():
+    return op_db()
+
+
+def _target(name: str):
+    registered = get_manager().target(name)
+    ok, why = registered.backend.usable(registered.spec)
+    if not ok:
+        pytest.skip(why)
+    return registered
+
+
+@pytest.mark.parametrize(("target", "op", "samples", "kernels"), [
+    # every dim (negative, 0-dim input, empty) through one kernel; dtype=float64 the other, computed in float64
+    ("nvidia_h100", "log_softmax", 16, 2),
+    ("nvidia_h100", "nn.functional.batch_norm", 14, 7),  # training and eval, stats / weight / bias or None
+    ("nvidia_h100", "nn.functional.cross_entropy", 23, 5),  # indices and probabilities, weights, ignore_index
+    ("mtia_sim", "nn.functional.smooth_l1_loss", 10, 4),  # beta 0 / 0.75 / 1 / 5, the three reductions
+])
+def test_every_sample_passes(db, tmp_path, target, op, samples, kernels):
+    registered = _target(target)
+    result = check_op(op, registered, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True)
+    assert result.total == samples == result.passed, [(s.label, s.reason) for s in result.failed + result.declined]
+    assert not result.declined and not result.error
+    assert len(result.kernels) == kernels and result.language == "triton"
+    assert result.worst <= 1.0
+
+
+def test_a_wrong_kernel_is_reported_failing(db, tmp_path):
+    # mse's samples through smooth L1's kernel (beta 1): every element whose difference is not 0 disagrees
+    nvidia = _target("nvidia_h100")
+    mse = OPS["nn.functional.mse_loss"]
+    wrong = dataclasses.replace(OPS["nn.functional.smooth_l1_loss"], args=(*mse.args, Arg("beta", 1.0)),
+                                large=mse.large)
+    result = check_op("nn.functional.mse_loss", nvidia, ResultCache(tmp_path / "conformance.sqlite"), db,
+                      spec_override=wrong)
+    assert not result.ok and not result.declined
+    # (a mean over a planted NaN is NaN either way: that sample may agree)
+    assert result.total == 8 and len(result.failed) >= 7
+    assert all("differ from the reference" in s.reason for s in result.failed)
+    assert 1.0 < result.worst
+
+
+class _Entry:
+    """A stand-in OpInfo entry: hand-built samples of one op (the two larger random ones are added)."""
+
+    def __init__(self, name: str, op: Any, samples: list[SampleInput]) -> None:
+        self.name, self.op, self.samples, self.variant_test_name = name, op, samples, ""
+        self.domain = (None, None)
+
+    def supported_dtypes(self, device: str) -> set[torch.dtype]:
+        return {torch.float32}
+
+    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[SampleInput]:
+        return self.samples
+
+
+@pytest.mark.filterwarnings("ignore:Using a target size")
+def test_arguments_the_opinfo_samples_leave_out():
+    nvidia = _target("nvidia_h100")
+    torch.manual_seed(0)
+    x, target = torch.randn(4, 5, 3), torch.tensor([[0, 1, 4], [2, 2, 1], [1, 3, 0], [4, 4, 4]])
+    a = torch.randn(3, 4)
+    a[1, 2] = math.nan
+    cases = {
+        "nn.functional.cross_entropy": (F.cross_entropy, [
+            SampleInput(x, args=(target,), kwargs={"weight": torch.rand(5) + 0.1, "ignore_index": 1,
+                                                   "label_smoothing": 0.3}),
+            SampleInput(x, args=(x.softmax(1),), kwargs={"weight": torch.rand(5), "label_smoothing": 0.2}),
+            SampleInput(torch.randn(0, 5), args=(torch.zeros(0, dtype=torch.int64),)),  # mean of nothing: NaN
+        ]),
+        "nn.functional.normalize": (F.normalize, [
+            SampleInput(a, kwargs={"p": math.inf}),  # the NaN makes its row's norm NaN on every target
+            SampleInput(a, kwargs={"p": -math.inf, "dim": 0}),
+            SampleInput(torch.zeros(3, 4), kwargs={"p": 3.0}),  # the norm clamped to eps
+        ]),
+    }
+    for name, (op, samples) in cases.items():
+        result = check_op(name, nvidia, None, [_Entry(name, op, samples)])
+        assert result.passed == result.total == len(samples) + 2, [(s.label, s.reason) for s in result.samples
+                                                                   if s.status != "passed"]
+
+
+def test_the_same_source_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch):
+    import triton
+    from kevolve_triton.capture import capture_launches
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    nvidia = _target("nvidia_h100")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    op = "nn.functional.group_norm"  # the norm kernel: run-time geometry, grid-stride and column loops
+    case = next(c for c in draw(OPS[op], op, db).cases if not c.declined and "large" in c.label)
+    source, language, why = synthesize(nvidia, kernel_spec(case))
+    assert language == "triton" and not why
+    assert "libdevice" not in source and "torch" not in source.split("def kernel")[1]
+    path = tmp_path / "group_norm.py"
+    path.write_text(source)
+    _, kernel = load_kernel_module(str(path))
+    compiled = []
+    for launch in capture_launches(kernel, case.inputs, [torch.empty_like(t) for t in case.expected]):
+        for gpu in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
+            spec = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
+            triton.compile(spec, target=gpu, options=launch.options)
+            compiled.append(f"{gpu.backend}:{gpu.arch}")
+    assert compiled == ["cuda:90", "hip:gfx942"]
