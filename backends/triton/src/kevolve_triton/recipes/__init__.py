@@ -6,6 +6,20 @@ from kevolve.synthesis.recipe import Recipe
 
 
 def all_recipes() -> list[Recipe]:
-    from kevolve_triton.recipes import index, matmul, pointwise, rows
+    from kevolve_triton.recipes import (
+        aten_conv,
+        aten_index,
+        aten_matmul,
+        aten_norm,
+        aten_other,
+        aten_pointwise,
+        aten_reduction,
+        index,
+        matmul,
+        pointwise,
+        rows,
+    )
 
-    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES]
+    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *aten_pointwise.RECIPES,
+            *aten_reduction.RECIPES, *aten_norm.RECIPES, *aten_matmul.RECIPES, *aten_conv.RECIPES,
+            *aten_index.RECIPES, *aten_other.RECIPES]

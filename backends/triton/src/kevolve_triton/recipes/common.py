@@ -9,6 +9,7 @@ its own (AMD's ``waves_per_eu``, ``matrix_instr_nonkdim``, ``kpack``) by listing
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -58,21 +59,29 @@ _SPELLINGS = {
 }
 
 
-def triton_expr(expr: Expr) -> str:
-    """Print a core scalar expression in Triton. max/min propagate NaN like torch."""
+def triton_literal(value: float) -> str:
+    """A float literal as Triton's code generator reads it (infinities and NaN through ``float(...)``)."""
+    if math.isnan(value):
+        return "float('nan')"
+    return (f"{'' if value > 0 else '-'}float('inf')") if math.isinf(value) else repr(float(value))
+
+
+def triton_expr(expr: Expr, spellings: Mapping[str, str] | None = None,
+                literal: Callable[[float], str] = triton_literal) -> str:
+    """Print a core scalar expression in Triton. max/min propagate NaN like torch. ``spellings`` adds to (or
+    overrides) the catalog's spellings: the conformance recipes pass the functions of
+    :mod:`kevolve_triton.recipes.tl_math`; ``literal`` prints constants (e.g. as integers in integer kernels)."""
+    table = {**_SPELLINGS, **spellings} if spellings else _SPELLINGS
 
     def spell(fn: str, args: list[str]) -> str:
-        if fn in _SPELLINGS:
-            return _SPELLINGS[fn].format(*args)
+        if fn in table:
+            return table[fn].format(*args)
         if fn in ("max", "min"):
             cmp = ">" if fn == "max" else "<"
             return f"tl.where(({args[0]} {cmp} {args[1]}) | ({args[0]} != {args[0]}), {args[0]}, {args[1]})"
         raise ValueError(f"no Triton spelling for {fn}")
 
-    def const(value: float) -> str:
-        return (f"{'' if value > 0 else '-'}float('inf')") if math.isinf(value) else repr(float(value))
-
-    return render(expr, spell, const)
+    return render(expr, spell, literal)
 
 
 def pow2_range(low: int, high: int) -> tuple[int, ...]:

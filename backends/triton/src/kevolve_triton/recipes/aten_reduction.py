@@ -1,0 +1,452 @@
+"""ATen conformance kernels in Triton: reductions and scans (:mod:`kevolve.conformance.ops.reduction`).
+
+The same two kernel kinds as the CPU recipe (:mod:`kevolve_cpu.recipes.cpp_aten_reduction`), whose numbers they
+mirror; each is one renderer parametrised per op by a small table of Triton statements:
+
+- ``reduce``: the input is (outer, R) (the host moved the reduced dimensions last). A program takes
+  ``BLOCK_M`` rows and walks them in ``[BLOCK_M, BLOCK_N]`` tiles, each lane keeping its own accumulator, then
+  combines the lanes of every row (``tl.sum`` or ``tl.reduce`` with a combine function of this module).
+- ``scan``: the input is (outer, L, inner). A program takes one outer index and ``BLOCK_I`` neighbouring lines,
+  walks L in ``[BLOCK_L, BLOCK_I]`` tiles, scans each tile along L with ``tl.associative_scan`` and combines it
+  with the carry of the tiles before.
+
+Numbers follow ATen's CPU kernels, like the CPU recipe: sums, means, products, variances and the cumulative sum
+and product accumulate in float64 (ATen's ``acc_type``; a float32 cumprod would overflow where ATen's does not);
+extrema propagate the first NaN and keep the first of equal values (per lane in order, then across lanes by
+index); cummax lets a NaN or an equal value take over (the later index wins); logsumexp subtracts the row
+maximum unless it is infinite; logcumsumexp combines with ATen's log-add-exp. Transcendental functions run in
+float32 (Triton spells them for float32 on every target and in the interpreter). Masked lanes load each op's
+identity, or are masked out of the accumulation explicitly where none exists.
+
+The host side (``kernel(inputs, outputs)``) only checks the arguments (counts, dtypes, rank, sizes, a dense
+layout; anything else raises a "declined" error, as does an empty row for the ops ATen raises on) and picks the
+tile shape from the sizes; it never calls torch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+import triton.language as tl
+from kevolve import diagnosis as d
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.recipe import Recipe
+from kevolve.synthesis.schedule import Param, ScheduleSpace
+from kevolve.target import MachineFacts
+
+from kevolve_triton.recipes import tl_math
+from kevolve_triton.recipes.aten_pointwise import TL_STORAGE
+from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_literal
+from kevolve_triton.recipes.tl_math import _kv_log1p
+
+#: input dtypes these kernels are written for (integer and bool inputs are the CPU recipe's only)
+FLOAT_INPUTS = ("float32", "bfloat16", "float16", "float64")
+#: the ops each kernel kind is written for (another table may name a layout "reduce" or "scan" too)
+REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "std", "var", "logsumexp",
+              "linalg.vector_norm", "all", "any", "count_nonzero")
+SCAN_OPS = ("cumsum", "cumprod", "logcumsumexp", "cummax")
+#: ops whose accumulator is float64 (ATen's CPU acc_type): sums and products, and what is built on them
+WIDE_OPS = ("sum", "mean", "prod", "std", "var", "cumsum", "cumprod")
+#: the index of a masked lane for the first-extremum picks: loses every tie to a real element
+NO_INDEX = 2 ** 62
+NEG_INF, POS_INF = "float('-inf')", "float('inf')"
+
+
+# --- device functions (copied into the kernel files that call them) -----------------------------------------
+
+@triton.jit
+def _kvr_nanmax(a, b):
+    """max that propagates NaN on every target (tl.maximum's NaN rule differs between backends), elementwise."""
+    return tl.where(a != a, a, tl.where((b > a) | (b != b), b, a))  # noqa: PLR0124
+
+
+@triton.jit
+def _kvr_first_max(va, ia, vb, ib):
+    """The first maximum of two (value, index) candidates, elementwise: a NaN beats any number (the first NaN
+    wins), then the greater value, then the smaller index (PyTorch's max/argmax rule)."""
+    a_nan = va != va  # noqa: PLR0124
+    b_nan = vb != vb  # noqa: PLR0124
+    tie = (va == vb) | (a_nan & b_nan)
+    take_a = (a_nan & ~b_nan) | (~a_nan & ~b_nan & (va > vb)) | (tie & (ia < ib))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def _kvr_first_min(va, ia, vb, ib):
+    """The first minimum of two (value, index) candidates: as :func:`_kvr_first_max` with the order reversed."""
+    a_nan = va != va  # noqa: PLR0124
+    b_nan = vb != vb  # noqa: PLR0124
+    tie = (va == vb) | (a_nan & b_nan)
+    take_a = (a_nan & ~b_nan) | (~a_nan & ~b_nan & (va < vb)) | (tie & (ia < ib))
+    return tl.where(take_a, va, vb), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def _kvr_log_add_exp(x, y):
+    """PyTorch's _log_add_exp_helper: log1p(exp(lo - hi)) + hi, except equal infinities (x itself); NaN from
+    either operand."""
+    lo = tl.where(x < y, x, y)
+    hi = tl.where(x < y, y, x)
+    r = tl.where((lo != hi) | (tl.abs(lo) != float("inf")), _kv_log1p(tl.exp(lo - hi)) + hi, x)
+    return tl.where((x != x) | (y != y), x + y, r)  # noqa: PLR0124
+
+
+# --- what each op computes --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Pass:
+    """One walk over a row's tiles: ``init`` before (accumulators of shape [BLOCK_M, BLOCK_N]), ``step`` per
+    tile (``v``: the tile in the accumulation type, masked lanes holding ``fill``; ``m``: the mask; ``j``: the
+    column index, int64), ``finish`` after (per-row values of shape [BLOCK_M])."""
+
+    init: tuple[str, ...]
+    step: tuple[str, ...]
+    finish: tuple[str, ...]
+    fill: str = "0.0"
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A reduction: its passes (a two-pass one, e.g. variance, has a first), the per-row expressions stored into
+    each output, the accumulation type (``"wide"``: float64 for floats) and whether ATen raises on an empty
+    row (then the kernel declines it)."""
+
+    passes: tuple[Pass, ...]
+    results: tuple[str, ...]
+    wide: bool = False
+    nonempty: bool = False
+
+
+_TILE = "[BLOCK_M, BLOCK_N]"
+
+
+def _accumulate(expr: str, fill: str = "0.0", dtype: str = "ACC", finish: str = "tl.sum(acc, axis=1)") -> Pass:
+    """acc += expr per lane (masked lanes add nothing), the lanes combined by ``finish`` into ``res``."""
+    return Pass((f"acc = tl.zeros({_TILE}, {dtype})",), (f"acc += tl.where(m, {expr}, 0).to({dtype})",),
+                (f"res = {finish}",), fill)
+
+
+def _pick(larger: bool, key: str = "v") -> Pass:
+    """The first extremum of ``key`` (an expression of the element ``v``) and its index, per row: each lane
+    keeps its first extremum, then the row's is found with tl.max/tl.min and tl.sum alone (a custom combine in
+    tl.reduce runs element by element in the interpreter): a NaN if any lane has one, else the extreme value;
+    the smallest index of the lanes holding it; the value read back from that lane (keeping a zero's sign)."""
+    combine = "_kvr_first_max" if larger else "_kvr_first_min"
+    worst = NEG_INF if larger else POS_INF
+    extreme = "tl.max" if larger else "tl.min"
+    return Pass((f"best = tl.full({_TILE}, {worst}, ACC)", f"at = tl.full({_TILE}, {NO_INDEX}, tl.int64)"),
+                (f"best, at = {combine}(best, at, tl.where(m, {key}, {worst}), tl.where(m, j, {NO_INDEX}))",),
+                ("nan = best != best",
+                 "has_nan = tl.sum(nan.to(tl.int32), axis=1) > 0",
+                 f"top = {extreme}(tl.where(nan, {worst}, best), axis=1)",
+                 "hit = tl.where(has_nan[:, None], nan, best == top[:, None])",
+                 f"first = tl.min(tl.where(hit, at, {NO_INDEX}), axis=1)",
+                 f"top = {extreme}(tl.where(at == first[:, None], tl.where(nan, {worst}, best), {worst}), axis=1)",
+                 "best = tl.where(has_nan, float('nan'), top)",
+                 "at = first"))
+
+
+def _moment(attrs: dict[str, Any], root: bool) -> Reduction:
+    """Variance in two passes (the mean, then squared deviations) over max(0, N - correction); NaN when empty."""
+    correction = triton_literal(float(attrs.get("correction", 1.0)))
+    mean = Pass(("tot = tl.zeros([BLOCK_M, BLOCK_N], ACC)",), ("tot += v",),
+                ("nrow = tl.zeros([BLOCK_M], ACC) + R", "mean = tl.sum(tot, axis=1) / nrow"))
+    squares = Pass(("m2 = tl.zeros([BLOCK_M, BLOCK_N], ACC)",),
+                   ("dev = tl.where(m, v - mean[:, None], 0.0)", "m2 += dev * dev"),
+                   (f"den = nrow - {correction}",
+                    "var = tl.where(nrow == 0, float('nan'), tl.sum(m2, axis=1) / tl.where(den > 0, den, 0.0))"))
+    return Reduction((mean, squares), ("tl.sqrt(var)" if root else "var",), wide=True)
+
+
+def _norm(attrs: dict[str, Any]) -> Reduction:
+    """linalg.vector_norm by ``ord``: count of non-zeros, first max/min magnitude, or (sum |v|^p)^(1/p), the
+    powers of non-negative numbers as exp2(p log2 a) (exact at 0, 1, inf and NaN)."""
+    p = float(attrs.get("ord", 2.0))
+    if p == 0:
+        return Reduction((_accumulate("(v != 0)"),), ("res",))
+    if math.isinf(p):
+        return Reduction((_pick(p > 0, "tl.abs(v)"),), ("best",), nonempty=True)
+    if p == 1:
+        return Reduction((_accumulate("tl.abs(v)"),), ("res",))
+    if p == 2:
+        return Reduction((_accumulate("v * v"),), ("tl.sqrt(res)",))
+    power = triton_literal(p)
+    return Reduction((_accumulate(f"tl.exp2({power} * tl.log2(tl.abs(v)))"),),
+                     (f"tl.exp2(tl.log2(res) * {triton_literal(1.0 / p)})",))
+
+
+def reduce_body(op: str, attrs: dict[str, Any]) -> Reduction:
+    """The per-row computation of the reduction ``op`` (an OpInfo name) with the table's attributes."""
+    if op in ("sum", "mean"):
+        return Reduction((_accumulate("v"),), ("res" if op == "sum" else "res / R",), wide=True)
+    if op == "prod":
+        return Reduction((Pass((f"acc = tl.full({_TILE}, 1.0, ACC)",), ("acc *= v",),
+                               ("acc = tl.cumprod(acc, axis=1)",
+                                "res = tl.sum(tl.where(cols == BLOCK_N - 1, acc, 0.0), axis=1)"), "1.0"),),
+                         ("res",), wide=True)
+    if op in ("all", "any"):
+        # all: no zero among the elements (NaN is non-zero); any: some non-zero
+        wanted = "(v == 0)" if op == "all" else "(v != 0)"
+        test = "== 0" if op == "all" else "> 0"
+        return Reduction((_accumulate(wanted, dtype="tl.int32"),), (f"res {test}",))
+    if op == "count_nonzero":
+        return Reduction((_accumulate("(v != 0)", dtype="tl.int64"),), ("res",))
+    if op == "logsumexp":
+        top = Pass((f"top = tl.full({_TILE}, {NEG_INF}, ACC)",), ("top = _kvr_nanmax(top, v)",),
+                   ("nan = top != top",
+                    "top = tl.max(tl.where(nan, float('-inf'), top), axis=1)",
+                    "top = tl.where(tl.sum(nan.to(tl.int32), axis=1) > 0, float('nan'), top)",
+                    "shift = tl.where(tl.abs(top) == float('inf'), 0.0, top)"), NEG_INF)
+        exps = _accumulate("tl.exp(v - shift[:, None])")
+        return Reduction((top, exps), ("tl.log(res) + shift",))
+    if op in ("amax", "amin", "max", "min", "argmax", "argmin"):
+        picked = _pick(op.endswith("max"))
+        if op.startswith("arg"):
+            results: tuple[str, ...] = ("at",)
+        else:
+            results = ("best", "at") if attrs.get("indices") else ("best",)
+        return Reduction((picked,), results, nonempty=True)
+    if op in ("std", "var"):
+        return _moment(attrs, op == "std")
+    if op == "linalg.vector_norm":
+        return _norm(attrs)
+    raise ValueError(f"no reduction kernel for {op}")
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A scan as statements per element of L (``v``: the element, ``jj``: its position, int64), vectorized over
+    ``BLOCK_I`` lines: ``init`` before, ``step`` per element, ``results`` stored after each step."""
+
+    init: tuple[str, ...]
+    step: tuple[str, ...]
+    results: tuple[str, ...]
+    wide: bool = False
+
+
+def scan_body(op: str) -> Scan:
+    """The per-line computation of the scan ``op``, in the order ATen's CPU kernel takes (a custom combine in
+    tl.associative_scan runs element by element in the interpreter, and the order keeps cumprod's overflows)."""
+    scans = {
+        "cumsum": Scan(("acc = tl.zeros([BLOCK_I], ACC)",), ("acc += v",), ("acc",), wide=True),
+        "cumprod": Scan(("acc = tl.full([BLOCK_I], 1.0, ACC)",), ("acc *= v",), ("acc",), wide=True),
+        "logcumsumexp": Scan((f"acc = tl.full([BLOCK_I], {NEG_INF}, ACC)",), ("acc = _kvr_log_add_exp(v, acc)",),
+                             ("acc",)),
+        # cummax_cummin_helper: a NaN always takes over, ties move the index forward (>=)
+        "cummax": Scan(("best = tl.zeros([BLOCK_I], ACC)", "at = tl.zeros([BLOCK_I], tl.int64)"),
+                       ("take = (jj == 0) | (v != v) | ((best == best) & (v >= best))",
+                        "best = tl.where(take, v, best)", "at = tl.where(take, jj, at)"),
+                       ("best", "at")),
+    }
+    if op not in scans:
+        raise ValueError(f"no scan kernel for {op}")
+    return scans[op]
+
+
+# --- kernel text -----------------------------------------------------------------------------------------
+
+def _acc_type(wide: bool, dtypes: tuple[str, ...]) -> str:
+    """float64 for the wide ops and for float64 tensors, float32 otherwise."""
+    return "tl.float64" if wide or "float64" in dtypes else "tl.float32"
+
+
+def _helpers(text: str) -> str:
+    """The source of this module's device functions that ``text`` calls (and of the tl_math ones they call)."""
+    ours = {name: inspect.getsource(obj.fn) for name, obj in globals().items()
+            if name.startswith("_kvr_") and callable(getattr(obj, "fn", None))}
+    called = set(re.findall(r"\b_kvr_\w+\b", text))
+    used = [name for name in ours if name in called]
+    body = "".join(ours[name] + "\n\n" for name in used)
+    return tl_math.helper_sources(body) + body
+
+
+def _lines(statements: tuple[str, ...], indent: int) -> str:
+    return "\n".join(" " * indent + s for s in statements)
+
+
+def _reduce_kernel(body: Reduction, n_out: int, acc: str) -> str:
+    """The @triton.jit reduction: the passes over the row tiles, then one store per output."""
+    outs = ", ".join(f"out{i}_ptr" for i in range(n_out))
+    walks = []
+    for walk in body.passes:
+        walks.append(f"""{_lines(walk.init, 4)}
+    for start in range(0, R, BLOCK_N):
+        j = start + cols
+        m = row_ok[:, None] & (j < R)
+        v = tl.load(x_ptr + base + j, mask=m, other={walk.fill}).to(ACC)
+{_lines(walk.step, 8)}
+{_lines(walk.finish, 4)}""")
+    stores = "\n".join(f"    tl.store(out{i}_ptr + rows, ({r}).to(out{i}_ptr.dtype.element_ty), mask=row_ok)"
+                       for i, r in enumerate(body.results))
+    return f"""@triton.jit
+def _kv_reduce_kernel(x_ptr, {outs}, outer, R, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < outer
+    base = rows[:, None] * R
+    cols = tl.arange(0, BLOCK_N).to(tl.int64)[None, :]
+{chr(10).join(walks)}
+{stores}""".replace("ACC", acc)
+
+
+def _scan_kernel(body: Scan, n_out: int, acc: str) -> str:
+    """The @triton.jit scan: BLOCK_I neighbouring lines (contiguous in memory) walked along L together."""
+    outs = ", ".join(f"out{i}_ptr" for i in range(n_out))
+    stores = "\n".join(f"        tl.store(out{i}_ptr + off, ({r}).to(out{i}_ptr.dtype.element_ty), mask=m)"
+                       for i, r in enumerate(body.results))
+    return f"""@triton.jit
+def _kv_scan_kernel(x_ptr, {outs}, L, inner, n_iblocks, BLOCK_I: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    o = pid // n_iblocks
+    i = (pid - o * n_iblocks) * BLOCK_I + tl.arange(0, BLOCK_I)
+    m = i < inner
+    off = o * L * inner + i
+    jj = tl.zeros([BLOCK_I], tl.int64)
+{_lines(body.init, 4)}
+    for _ in range(0, L):
+        v = tl.load(x_ptr + off, mask=m, other=0.0).to(ACC)
+{_lines(body.step, 8)}
+{stores}
+        off += inner
+        jj += 1""".replace("ACC", acc)
+
+
+def _checks(k: Any, rank: int) -> str:
+    """Host checks shared by both launchers: tensor counts, dtypes, rank, a dense input."""
+    dtypes = repr(tuple(k.outputs))
+    return f"""    if len(inputs) != 1 or len(outputs) != {len(k.outputs)}:
+        raise RuntimeError("declined: wrong number of tensors")
+    x = inputs[0]
+    if _dtype_name(x) != "{k.inputs[0][1]}" or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
+        raise RuntimeError("declined: dtype")
+    if x.dim() != {rank} or not _dense(x) or not all(_dense(o) for o in outputs):
+        raise RuntimeError("declined: shape or layout it was not written for")"""
+
+
+#: host helpers copied into every kernel file
+_HOST = '''def _dtype_name(t):
+    return str(t.dtype).rsplit(".", 1)[-1]
+
+
+def _dense(t):
+    """Row-major contiguous (size-1 dimensions may have any stride): the kernel indexes it flat."""
+    if any(size == 0 for size in t.shape):
+        return True
+    expected = 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _pow2(n):
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+'''
+
+
+def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
+    outs = "".join(f", outputs[{i}]" for i in range(len(k.outputs)))
+    empty = ('    if R == 0:\n        raise RuntimeError("declined: an empty reduction (PyTorch raises)")\n'
+             if body.nonempty else "")
+    return _HOST + f"""def kernel(inputs, outputs):
+{_checks(k, 2)}
+    outer, R = x.shape
+    if any(o.numel() != outer for o in outputs):
+        raise RuntimeError("declined: shape or layout it was not written for")
+    if outer == 0:
+        return
+{empty}    block_n = min(_pow2(R), 1024, {params["BLOCK"]})
+    block_m = max(1, {params["BLOCK"]} // block_n)
+    grid = (triton.cdiv(outer, block_m),)
+    _kv_reduce_kernel[grid](x{outs}, outer, R, BLOCK_M=block_m, BLOCK_N=block_n{launch_args(params)})
+"""
+
+
+def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
+    outs = "".join(f", outputs[{i}]" for i in range(len(k.outputs)))
+    block = params["BLOCK"]
+    return _HOST + f"""def kernel(inputs, outputs):
+{_checks(k, 3)}
+    outer, L, inner = x.shape
+    if any(o.numel() != x.numel() for o in outputs):
+        raise RuntimeError("declined: shape or layout it was not written for")
+    if x.numel() == 0:
+        return
+    block_i = min(_pow2(inner), {block})
+    n_iblocks = triton.cdiv(inner, block_i)
+    grid = (outer * n_iblocks,)
+    _kv_scan_kernel[grid](x{outs}, L, inner, n_iblocks, BLOCK_I=block_i{launch_args(params)})
+"""
+
+
+# --- recipes ------------------------------------------------------------------------------------------------
+
+def _supported(problem: Problem, layout: str, ops: tuple[str, ...]) -> bool:
+    kernel = getattr(problem, "kernel", None)
+    return (problem.family == "aten_pointwise" and kernel is not None and kernel.layout == layout
+            and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in FLOAT_INPUTS
+            and all(dt in TL_STORAGE or dt == "float64" for dt in kernel.outputs))
+
+
+def _space(problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+    """Elements per tile (the launcher shapes it from the sizes; 4096 keeps a few hundred programs on the
+    larger samples, which the interpreter runs one by one) and the target's launch knobs."""
+    return ScheduleSpace([
+        Param("BLOCK", pow2_range(256, 8192), {d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1},
+              default=4096),
+        *launch_params(facts, "aten_pointwise"),
+    ])
+
+
+class TritonAtenReduce(Recipe):
+    """Row reductions over (outer, R): [BLOCK_M, BLOCK_N] tiles, per-lane accumulators, lanes combined last."""
+
+    name = "triton.aten_reduce"
+    language = "triton"
+    families = ("aten_pointwise",)
+
+    def supports(self, problem: Problem) -> bool:
+        return _supported(problem, "reduce", REDUCE_OPS)
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        return _space(problem, facts)
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        k = problem.kernel  # type: ignore[attr-defined]
+        body = reduce_body(k.op, k.attrs)
+        if len(body.results) != len(k.outputs):
+            raise ValueError(f"{k.op} writes {len(body.results)} outputs, the sample expects {len(k.outputs)}")
+        device = _reduce_kernel(body, len(k.outputs), _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
+        return header(problem, params) + _helpers(device) + device + "\n\n\n" + _reduce_launcher(k, body, params)
+
+
+class TritonAtenScan(Recipe):
+    """Scans over (outer, L, inner): BLOCK_I lines side by side, each walked along L in order."""
+
+    name = "triton.aten_scan"
+    language = "triton"
+    families = ("aten_pointwise",)
+
+    def supports(self, problem: Problem) -> bool:
+        return _supported(problem, "scan", SCAN_OPS)
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        return _space(problem, facts)
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        k = problem.kernel  # type: ignore[attr-defined]
+        body = scan_body(k.op)
+        if len(body.results) != len(k.outputs):
+            raise ValueError(f"{k.op} writes {len(body.results)} outputs, the sample expects {len(k.outputs)}")
+        device = _scan_kernel(body, len(k.outputs), _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
+        return header(problem, params) + _helpers(device) + device + "\n\n\n" + _scan_launcher(k, params)
+
+
+RECIPES = [TritonAtenReduce(), TritonAtenScan()]
