@@ -27,6 +27,7 @@ class TritonInterpreterRunner(Runner):
     def load(self, build: BuildResult) -> KernelFn:
         os.environ.update({**ENV, **self.ENV})
         _widen_bf16_dots()
+        _round_bf16_casts()
         _, fn = load_kernel_module(build.artifact)
         return fn
 
@@ -54,6 +55,32 @@ def _widen_bf16_dots() -> None:
 
     builder.create_dot = create_dot
     builder._kevolve_widens_bf16 = True
+
+
+def _round_bf16_casts() -> None:
+    """The interpreter casts float32 to bfloat16 by dropping the low 16 bits; the GPU (and Triton's default
+    rounding for ``.to(tl.bfloat16)``) rounds to nearest even, as PyTorch does. Rounding here makes interpreted
+    bfloat16 results those of the hardware, bit for bit (NaN stays a quiet NaN)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder, "_kevolve_rounds_bf16", False):
+        return
+    original = builder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar != tl.float32 or dst_type.scalar != tl.bfloat16:
+            return original(self, src, dst_type)
+        bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
+        rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+        nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        out = np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x40), rounded).astype(np.uint16)
+        return interpreter.TensorHandle(out, dst_type.scalar)
+
+    builder.cast_impl = cast_impl
+    builder._kevolve_rounds_bf16 = True
 
 
 class TritonGpuRunner(Runner):

@@ -17,6 +17,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--verbose", action="store_true", help="list every failed and declined sample (JSON: every "
                                                           "sample and each kernel's source)")
     p.add_argument("--refresh", action="store_true", help="re-check even what the cache holds")
+    p.add_argument("--dtypes", help="comma list limiting the dtypes checked besides float32 (default: every one the "
+                   "target computes, e.g. bfloat16); `--dtypes float32` checks float32 only")
     p.add_argument("--store", help="store path; the cache is a .conformance.sqlite file beside it")
     p.set_defaults(run=cmd_conformance)
 
@@ -62,7 +64,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             err.print(f"{result.op}: {result.passed}/{result.total} {mark}"
                       f"{' (cached)' if result.cached else ''}", highlight=False)
 
-    report = run_conformance(args.target, parse_ops(args.ops), store=args.store, refresh=args.refresh,
+    dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip()) if args.dtypes else None
+    report = run_conformance(args.target, parse_ops(args.ops), store=args.store, refresh=args.refresh, dtypes=dtypes,
                              on_op=progress)
     if args.json:
         print(json.dumps(report.to_json(verbose=args.verbose), indent=1))

@@ -47,8 +47,32 @@ def _aten_calls(entry: Any, sample: Any) -> list[tuple[str, tuple, dict]]:
     return calls
 
 
-def make_impl(op: str, target: str, sources: dict[str, str], language: str) -> Callable[..., torch.Tensor]:
-    """The BackendBench entry point for ``op``'s kernels: ``impl(self, *args, **kwargs)`` of the ATen overload."""
+def _aten_overload(name: str) -> Any:
+    """``aten.sum.dim_IntList`` -> the OpOverload."""
+    _, packet, overload = name.split(".")
+    return getattr(getattr(torch.ops.aten, packet), overload)
+
+
+def _output_like(aten: str, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """Empty outputs shaped as the ATen overload returns them, from a run on meta tensors (shapes and dtypes
+    only: nothing is computed)."""
+    def meta(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return torch.empty_like(value, device="meta")
+        if isinstance(value, (list, tuple)):
+            return type(value)(meta(v) for v in value)
+        return value
+
+    shapes = _aten_overload(aten)(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+    outs = list(shapes) if isinstance(shapes, (tuple, list)) else [shapes]
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
+
+
+def make_impl(op: str, target: str, sources: dict[str, str], language: str,
+              aten: str) -> Callable[..., Any]:
+    """The BackendBench entry point for ``op``'s kernels: ``impl(self, *args, **kwargs)`` of the ATen overload
+    ``aten``."""
     spec = OPS[op]
     loaded: dict[str, Any] = {}
 
@@ -65,33 +89,29 @@ def make_impl(op: str, target: str, sources: dict[str, str], language: str) -> C
             loaded[key] = registered.backend.runner(registered.spec).load(build)
         return loaded[key]
 
-    def impl(*args: Any, **kwargs: Any) -> torch.Tensor:
+    def impl(*args: Any, **kwargs: Any) -> Any:
         from torch.testing._internal.opinfo.core import SampleInput
 
-        if not args or not isinstance(args[0], torch.Tensor):
-            raise NotImplementedError(f"{op}: the first argument must be a tensor")
-        x = args[0]
+        if not args:
+            raise NotImplementedError(f"{op}: no arguments")
+        first = args[0]
+        dtype = (first[0] if isinstance(first, (list, tuple)) and first else first).dtype
         # a Python number ATen wrapped into a 0-dim tensor of another dtype is a number again
-        rest = [a.item() if isinstance(a, torch.Tensor) and a.dim() == 0 and a.dtype != x.dtype
+        rest = [a.item() if isinstance(a, torch.Tensor) and a.dim() == 0 and a.dtype != dtype
                 and a.dtype != torch.bool else a for a in args[1:]]
         try:
-            inputs, attrs = sm.bind(spec, SampleInput(x, args=tuple(rest), kwargs=kwargs), x.dtype)
+            inputs, attrs = sm.bind(spec, SampleInput(first, args=tuple(rest), kwargs=kwargs), dtype)
         except sm.Declined as why:
             raise NotImplementedError(f"{op}: {why}") from None
-        if spec.layout == "halves":
-            shape = list(inputs[0].shape)
-            shape[attrs["dim"]] //= 2
-        elif spec.layout == "broadcast":
-            shape = list(torch.broadcast_shapes(*(t.shape for t in inputs)))
-            inputs = [t.reshape([1] * (len(shape) - t.dim()) + list(t.shape)) for t in inputs]
-        else:
-            shape = list(inputs[0].shape)
+        outputs = _output_like(aten, args, kwargs)
+        if spec.layout == "broadcast":
+            rank = outputs[0].dim()
+            inputs = [t.reshape([1] * (rank - t.dim()) + list(t.shape)) for t in inputs]
         key = sm.Case("", inputs, [], attrs, spec=spec).kernel_key()
         if key not in sources:
             raise NotImplementedError(f"{op}: no kernel was generated for {key}")
-        out = torch.empty(shape, dtype=torch.bool if spec.out_dtype == "bool" else x.dtype, device=x.device)
-        kernel_for(key)(inputs, [out])
-        return out
+        kernel_for(key)(inputs, outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     impl.__name__ = f"kevolve_{op.replace('.', '_')}"
     return impl
@@ -108,7 +128,7 @@ from kevolve.conformance.export import make_impl
 
 SOURCES = {sources}
 
-{name}_kernel_impl = make_impl({op!r}, {target!r}, SOURCES, {language!r})
+{name}_kernel_impl = make_impl({op!r}, {target!r}, SOURCES, {language!r}, {aten!r})
 '''
 
 
@@ -129,9 +149,11 @@ def _verify(impl: Callable[..., Any], calls: list[tuple[tuple, dict, Any]]) -> s
             got = impl(*args, **kwargs)
         except NotImplementedError as exc:
             return f"declines an ATen-level call: {exc}"
-        bad = checks.compare(got, expected, Tolerance.for_dtype(expected.dtype), 0)
-        if bad is not None:
-            return f"differs at the ATen level: {bad['reason']}"
+        pairs = list(zip(got, expected)) if isinstance(expected, (tuple, list)) else [(got, expected)]
+        for out, ref in pairs:
+            bad = checks.compare(out, ref, Tolerance.for_dtype(ref.dtype), 0)
+            if bad is not None:
+                return f"differs at the ATen level: {bad['reason']}"
     return ""
 
 
@@ -161,7 +183,7 @@ def export_backendbench(directory: str | Path, target: str = "cpu", *, store: st
         problem = ""
         for entry in entries:
             torch.manual_seed(sm.SEED)
-            for sample in entry.sample_inputs("cpu", getattr(torch, result.dtype)):
+            for sample in entry.sample_inputs("cpu", getattr(torch, result.dtype.split("+")[0])):
                 calls = _aten_calls(entry, sample)
                 if len(calls) != 1:
                     problem = f"dispatches {len(calls)} ATen ops ({', '.join(c[0] for c in calls[:4])})"

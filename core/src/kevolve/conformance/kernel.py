@@ -5,7 +5,9 @@ catalog's problems."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -48,27 +50,57 @@ class KernelSpec:
 
 
 class ConformanceProblem(Problem):
-    """A conformance kernel as a problem: recipes read :attr:`kernel`; inputs come from OpInfo samples, not from
-    :meth:`make_inputs` (which draws a small random case so the generic tools still work)."""
+    """A conformance kernel as a problem: recipes read :attr:`kernel`; inputs come from OpInfo samples.
+
+    With an ``example`` (a file holding the kernel spec, one sample's inputs and its outputs' shapes and dtypes,
+    written by :meth:`save_example`) the problem stands for that call: a toolchain that compiles ahead of time
+    captures the kernel's launches on it, in a process of its own (:meth:`from_spec` reads the file back).
+    Without one, :meth:`make_inputs` draws a small random case so the generic tools still work."""
 
     family = FAMILY
 
-    def __init__(self, kernel: KernelSpec) -> None:
+    def __init__(self, kernel: KernelSpec, example: str | None = None) -> None:
         self.kernel = kernel
         self.name = kernel.op
+        self.example = example
         self._dtype = DTYPES.get(kernel.inputs[0][1], torch.float32) if kernel.inputs else torch.float32
         self._dims = {"n": 1024}
         self._attrs = dict(kernel.attrs)
 
+    @classmethod
+    def save_example(cls, kernel: KernelSpec, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                     path: Path) -> ConformanceProblem:
+        partial = path.with_name(f".{path.name}.{os.getpid()}")  # concurrent runs never read a half-written file
+        torch.save({"kernel": kernel, "inputs": inputs,
+                    "outputs": [(tuple(o.shape), o.dtype) for o in outputs]}, partial)
+        os.replace(partial, path)
+        return cls(kernel, str(path))
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> ConformanceProblem:
+        if not spec.get("example"):
+            raise ValueError("a conformance problem is rebuilt only from its saved example")
+        return cls(torch.load(spec["example"], weights_only=False)["kernel"], spec["example"])
+
+    def _saved(self) -> dict[str, Any]:
+        return torch.load(self.example, weights_only=False)
+
     def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
+        if self.example:
+            return [t.clone() for t in self._saved()["inputs"]]
         return [torch.randn(dims["n"], generator=gen).to(DTYPES.get(d, torch.float32)) for _, d in self.kernel.inputs]
+
+    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        if self.example:
+            return [tuple(o) for o in self._saved()["outputs"]]
+        return super().output_specs(inputs)
 
     def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         raise NotImplementedError("conformance kernels are judged against OpInfo samples (kevolve.conformance)")
 
     def to_spec(self) -> dict[str, Any]:
-        return {"kind": "conformance", "op": self.kernel.op, "kernel": self.kernel.describe()}
+        return {"kind": "conformance", "op": self.kernel.op, "kernel": self.kernel.describe(),
+                "example": self.example}
 
     def describe(self) -> str:
         return f"conformance {self.kernel.describe()}"
-

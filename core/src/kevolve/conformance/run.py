@@ -32,7 +32,7 @@ from kevolve.errors import CompileError, KevolveError
 from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
-CHECK_VERSION = 2
+CHECK_VERSION = 4
 
 
 @dataclass
@@ -222,8 +222,22 @@ def synthesize(registered: Any, kernel: KernelSpec) -> tuple[str, str, str]:
     return "", "", f"no {registered.spec.name} recipe supports {kernel.describe()}"
 
 
+#: dtypes whose samples are drawn besides each operator's own (float32): on the targets that compute them
+EXTRA_DTYPES = ("bfloat16",)
+
+
+def extra_dtypes(spec: Any, wanted: tuple[str, ...] | None = None) -> tuple[Any, ...]:
+    """The extra dtypes to draw on a target: those its facts list a peak for (it computes them), limited to
+    ``wanted`` when given (``--dtypes``)."""
+    import torch
+
+    names = [d for d in EXTRA_DTYPES if d in spec.facts.peak_flops and (wanted is None or d in wanted)]
+    return tuple(getattr(torch, d) for d in names)
+
+
 def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any], *, timeout_s: float = 600.0,
-             refresh: bool = False, spec_override: OpSpec | None = None) -> OpResult:
+             refresh: bool = False, spec_override: OpSpec | None = None,
+             dtypes: tuple[str, ...] | None = None) -> OpResult:
     from kevolve.harness.isolation import run_isolated
     from kevolve.harness.pipeline import HarnessConfig
     from kevolve.harness.scan import forbidden_uses
@@ -231,13 +245,16 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
     from kevolve.synthesis.base import Candidate
 
     started = time.perf_counter()
+    import torch
+
     spec = spec_override or OPS.get(name)
-    drawn = sm.draw(spec, name, db)
+    drawn = sm.draw(spec, name, db, also=extra_dtypes(registered.spec, dtypes))
     result = OpResult(name, drawn.dtype, drawn.entries, drawn.skipped, [])
     # kernels: one per distinct (dtypes, attributes)
     sources: dict[str, str] = {}
     languages: dict[str, str] = {}
     unwritable: dict[str, str] = {}
+    first_case: dict[str, sm.Case] = {}  # the call a toolchain compiling ahead of time captures launches on
     for case in drawn.cases:
         if case.declined:
             continue
@@ -251,10 +268,9 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
         if why:
             unwritable[key] = why
         else:
-            sources[key], languages[key] = source, language
+            sources[key], languages[key], first_case[key] = source, language, case
     toolchains = {lang: registered.backend.toolchain(registered.spec, lang) for lang in set(languages.values())}
     toolchain_version = "; ".join(f"{lang}: {tc.version()}" for lang, tc in sorted(toolchains.items())) or "none"
-    import torch
 
     cache_key = hashlib.sha256(json.dumps([CHECK_VERSION, torch.__version__, drawn.fingerprint(), sorted(sources.items()),
                                            sorted(unwritable.items())]).encode()).hexdigest()[:24]
@@ -276,8 +292,12 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
             broken[key] = "rejected: not a kernel: " + "; ".join(findings)
             continue
         workdir = Path(config.workdir) / registered.spec.name / Candidate(source, languages[key]).source_hash
+        workdir.mkdir(parents=True, exist_ok=True)
+        case = first_case[key]
+        example = ConformanceProblem.save_example(kernel_spec(case), case.inputs, case.expected,
+                                                  workdir / "example.pt")
         try:
-            build = toolchain.build(source, workdir, None)
+            build = toolchain.build(source, workdir, example)
         except CompileError as exc:
             log = (exc.log or "").strip().splitlines()
             broken[key] = f"compile error: {exc.args[0]}" + (f": {log[0]}" if log else "")
@@ -292,8 +312,8 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
     if runnable:
         task = {"entry": "kevolve.conformance.worker:run", "target": registered.spec.name,
                 "bootstrap": worker_bootstrap(), "builds": builds,
-                "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected}
-                          for _, c in runnable]}
+                "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected,
+                           "alternative": c.alternative} for _, c in runnable]}
         raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=config.memory_limit_bytes,
                            env=registered.backend.worker_env(registered.spec))
         if "outcomes" in raw:
@@ -321,9 +341,10 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
 
 
 def run_conformance(target: str = "cpu", ops: list[str] | None = None, *, store: str | Path | None = None,
-                    refresh: bool = False, use_cache: bool = True,
+                    refresh: bool = False, use_cache: bool = True, dtypes: tuple[str, ...] | None = None,
                     on_op: Callable[[OpResult], None] = lambda r: None) -> Report:
-    """Check ``ops`` (default: the whole suite of :data:`kevolve.conformance.table.SUITE`) on ``target``."""
+    """Check ``ops`` (default: the whole suite of :data:`kevolve.conformance.table.SUITE`) on ``target``;
+    ``dtypes`` limits the extra dtypes drawn (default: every one the target computes, see :func:`extra_dtypes`)."""
     import torch
 
     from kevolve.api import usable_target
@@ -339,7 +360,7 @@ def run_conformance(target: str = "cpu", ops: list[str] | None = None, *, store:
     cache = ResultCache.beside(store) if use_cache else None
     results = []
     for name in names:
-        result = check_op(name, registered, cache, db, refresh=refresh)
+        result = check_op(name, registered, cache, db, refresh=refresh, dtypes=dtypes)
         on_op(result)
         results.append(result)
     languages = sorted({lang.strip() for r in results for lang in r.language.split(",") if lang.strip()})

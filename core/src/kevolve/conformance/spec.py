@@ -14,6 +14,9 @@ from kevolve.synthesis.expr import Const, Expr
 
 REQUIRED = object()
 
+#: in :attr:`Arg.dtypes`: the dtype the sample is drawn in (float32, or bfloat16 for a target's bf16 samples)
+OP_DTYPE = "op"
+
 #: layouts whose kernel is one scalar expression per output element (printed from :meth:`OpSpec.expression`)
 EXPRESSION_LAYOUTS = ("same", "broadcast", "halves")
 
@@ -29,7 +32,7 @@ class Arg:
     accepted: tuple[Any, ...] | None = None
     #: a tensor argument that may also be a Python number (or None): then it is a constant of the kernel
     scalar_ok: bool = False
-    #: dtype names a tensor argument may have (default: the op's dtype)
+    #: dtype names a tensor argument may have (default: the op's dtype, :data:`OP_DTYPE`)
     dtypes: tuple[str, ...] | None = None
     #: a sequence of tensors (e.g. index_put's indices): each tensor becomes a kernel input; attrs gets
     #: ``<name>_present``, one bool per element (None elements pass no tensor)

@@ -91,6 +91,15 @@ def _run_case(kernel: Callable, runner: Any, case: dict[str, Any], round_: int) 
     modified = checks.changed_inputs(pristine, [t.cpu() for t in inputs], [])
     if modified:
         return {"status": FAILED, "reason": f"modifies its input: {modified}", "worst": math.inf}
+    verdict = _judge(outputs, expected, round_)
+    if verdict["status"] == FAILED and case.get("alternative") is not None:
+        other = _judge(outputs, case["alternative"], round_)
+        if other["status"] == PASSED:
+            return {**other, "reason": "matches PyTorch's one-element results at the planted special values"}
+    return verdict
+
+
+def _judge(outputs: list[torch.Tensor], expected: list[torch.Tensor], round_: int) -> dict[str, Any]:
     worst = 0.0
     for i, (out, ref) in enumerate(zip(outputs, expected)):
         tol = Tolerance.for_dtype(ref.dtype)

@@ -161,6 +161,10 @@ def problem_from_spec(spec: dict[str, Any]) -> Problem:
         from kevolve.problems.callable import CallableProblem
 
         return CallableProblem.from_spec(spec)
+    if kind == "conformance":
+        from kevolve.conformance.kernel import ConformanceProblem
+
+        return ConformanceProblem.from_spec(spec)
     from kevolve.errors import ProblemError
 
     raise ProblemError(f"unknown problem kind {kind!r} in spec {spec!r}")

@@ -98,13 +98,16 @@ fmod, copysign, atan2, hypot, fmax, bitwise_and, bitwise_xor = (_fn(n) for n in 
     "fmod", "copysign", "atan2", "hypot", "fmax", "bitand", "bitxor"))
 #: ``where(cond, a, b)``; comparisons and logical operators give a truth value (1/0) usable as a condition
 where = _fn("where")
+#: the value rounded to the kernel's storage dtype and back (identity for float32): where ATen's vectorised
+#: bfloat16 path rounds an intermediate (e.g. the quotient before div's trunc)
+round_storage = _fn("round_storage")
 lt, le, gt, ge, eq, ne = (_fn(n) for n in ("lt", "le", "gt", "ge", "eq", "ne"))
 logical_and, logical_or, logical_not = _fn("and"), _fn("or"), _fn("not")
 #: the extended set: what an emitter must spell to print every conformance expression
 MORE_FUNCTIONS = ("exp2", "expm1", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
                   "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "floor", "ceil", "trunc",
                   "nearbyint", "isnan", "bitwise_not", "pow", "fmod", "copysign", "atan2", "hypot", "fmax",
-                  "bitand", "bitxor", "where", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not")
+                  "bitand", "bitxor", "where", "round_storage", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not")
 
 
 def render(expr: Expr, spell: Callable[[str, list[str]], str], const: Callable[[float], str]) -> str:

@@ -27,6 +27,13 @@ def compute_type(dtype: str) -> str:
     return {"float64": "double", "int64": "int64_t", "int32": "int64_t", "bool": "int64_t"}.get(dtype, "float")
 
 
+def round_storage(dtype: str) -> str:
+    """The kernel's ``kv_round_storage``: a computed value rounded to ``dtype``'s storage and back, as ATen's
+    vectorised loops do between operations on reduced-precision data."""
+    body = "return kv_bf16_to_f32(kv_f32_to_bf16(v));" if dtype == "bfloat16" else "return v;"
+    return f"static inline ct_t kv_round_storage(ct_t v) {{ {body} }}"
+
+
 def load(dtype: str, value: str) -> str:
     """C expression reading a stored element of ``dtype`` as its compute type."""
     return f"kv_bf16_to_f32({value})" if dtype == "bfloat16" else f"({compute_type(dtype)})({value})"
@@ -120,6 +127,7 @@ class CppAtenPointwise(Recipe):
 
 typedef {ct} ct_t;  // compute type
 typedef {out_c} out_t;  // output storage type
+{round_storage(k.inputs[0][1])}
 
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     const int64_t n = n_out == 1 ? kv_numel(&out[0]) : 0;

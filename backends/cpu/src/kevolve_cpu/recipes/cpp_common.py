@@ -108,6 +108,7 @@ _CPP_MORE = {
     **{fn: f"std::{fn}({{}}, {{}})" for fn in ("pow", "fmod", "copysign", "atan2", "hypot", "fmax")},
     "bitand": "({} & {})", "bitxor": "({} ^ {})",
     "erfinv": "kv_erfinv({})",
+    "round_storage": "kv_round_storage({})",  # defined by the kernel for its storage dtype
     "bitwise_not": "(~{})",
     "where": "(({}) ? ({}) : ({}))",
     "lt": "({} < {})", "le": "({} <= {})", "gt": "({} > {})", "ge": "({} >= {})", "eq": "({} == {})",

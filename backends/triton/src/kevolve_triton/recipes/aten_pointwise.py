@@ -49,13 +49,14 @@ def literal_for(ct: str) -> Any:
     return integer
 
 
-def kernel_expr(expr: Expr, ct: str) -> str:
+def kernel_expr(expr: Expr, ct: str, storage: str = "float32") -> str:
     """The expression in Triton, with this library's spellings and constants made 0-d tensors where a function
-    needs a tensor argument."""
+    needs a tensor argument; ``round_storage`` rounds to ``storage`` and back (a no-op for float32)."""
     missing = tl_math.unsupported(expr)
     if missing:
         raise ValueError(f"no Triton spelling for {', '.join(missing)}")
-    spellings = {**tl_math.SPELLINGS, tl_math.SCALAR: f"tl.full([], {{}}, {ct})"}
+    rounding = "({})" if TL_STORAGE.get(storage, ct) == ct else f"({{}}).to({TL_STORAGE[storage]}).to({ct})"
+    spellings = {**tl_math.SPELLINGS, tl_math.SCALAR: f"tl.full([], {{}}, {ct})", "round_storage": rounding}
     return triton_expr(tl_math.scalar_args(expr), spellings, literal_for(ct))
 
 
@@ -80,7 +81,7 @@ class TritonAtenPointwise(Recipe):
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
         ct = compute_type(k.inputs[0][1])
-        value = kernel_expr(k.expr, ct)
+        value = kernel_expr(k.expr, ct, k.inputs[0][1])
         # halves: one tensor (pointer x) holds both variables a and b
         sources = (("x", k.inputs[0][1]),) if k.layout == "halves" else k.inputs
         body = _device_kernel(k.layout, [n for n, _ in sources], k.inputs, ct, value)

@@ -410,5 +410,5 @@ def unsupported(expr: Expr) -> list[str]:
     """The functions of ``expr`` this library cannot spell (the core ones are spelled by ``common``)."""
     from kevolve_triton.recipes.common import _SPELLINGS
 
-    return sorted(fn for fn in used_functions(expr)
-                  if fn not in SPELLINGS and fn not in _SPELLINGS and fn not in ("max", "min", SCALAR))
+    return sorted(fn for fn in used_functions(expr) if fn not in SPELLINGS and fn not in _SPELLINGS
+                  and fn not in ("max", "min", "round_storage", SCALAR))

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from kevolve.conformance.spec import REQUIRED, Arg, OpSpec
+from kevolve.conformance.spec import OP_DTYPE, REQUIRED, Arg, OpSpec
 from kevolve.conformance.spec import const as _c
 from kevolve.synthesis import expr as E
 from kevolve.synthesis.expr import Const, Expr
@@ -52,10 +52,16 @@ def _logit(x: Expr, a: dict[str, Any]) -> Expr:
     return E.log(x / (1.0 - x))
 
 
+def _nan_to_num_limits(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The default replacements of +-inf are the largest finite values of the input's dtype."""
+    finite = torch.finfo(tensors[0].dtype).max if tensors[0].dtype.is_floating_point else FLT_MAX
+    limits = {"posinf": finite, "neginf": -finite}
+    return tensors, {**attrs, **{k: limits[k] if attrs[k] is None else attrs[k] for k in limits}}
+
+
 def _nan_to_num(x: Expr, a: dict[str, Any]) -> Expr:
     nan = 0.0 if a["nan"] is None else a["nan"]
-    posinf = FLT_MAX if a["posinf"] is None else a["posinf"]
-    neginf = -FLT_MAX if a["neginf"] is None else a["neginf"]
+    posinf, neginf = a["posinf"], a["neginf"]
     return E.where(E.isnan(x), _c(nan), E.where(E.eq(x, math.inf), _c(posinf),
                                                 E.where(E.eq(x, -math.inf), _c(neginf), x)))
 
@@ -114,7 +120,8 @@ SPECS: list[OpSpec] = [
     *(_unary(name, fn) for name, fn in _UNARY.items()),
     OpSpec("logit", _logit, (Arg("eps", None),)),
     OpSpec("round", _round, (Arg("decimals", 0),)),
-    OpSpec("nan_to_num", _nan_to_num, (Arg("nan", 0.0), Arg("posinf", None), Arg("neginf", None))),
+    OpSpec("nan_to_num", _nan_to_num, (Arg("nan", 0.0), Arg("posinf", None), Arg("neginf", None)),
+           prepare=_nan_to_num_limits),
     OpSpec("isnan", lambda x, a: E.isnan(x), out_dtype="bool"),
     OpSpec("bitwise_not", lambda x, a: E.bitwise_not(x)),
     # activations (torch.nn.functional)
@@ -196,8 +203,8 @@ def _remainder(a: Expr, b: Expr) -> Expr:
 
 def _div(x: Expr, y: Expr, a: dict[str, Any]) -> Expr:
     mode = a["rounding_mode"]
-    if mode == "trunc":
-        return E.trunc(x / y)
+    if mode == "trunc":  # ATen's vectorised bfloat16 path rounds the quotient before truncating
+        return E.trunc(E.round_storage(x / y))
     if mode == "floor":
         return _div_floor(x, y)
     return x / y
@@ -282,8 +289,8 @@ SPECS += [
     OpSpec("where", lambda x, c, y, a: E.where(E.ne(c, 0.0), x, y),
            (Arg("condition", tensor=True, dtypes=_BOOL), _other()), layout="broadcast",
            large=lambda shape, make: ((make(shape, torch.bool), make(shape[1:])), {})),
-    OpSpec("clamp", _clamp, (_other("min", None, dtypes=("float32", "int64", "int32")),
-                             _other("max", None, dtypes=("float32", "int64", "int32"))),
+    OpSpec("clamp", _clamp, (_other("min", None, dtypes=(OP_DTYPE, "int64", "int32")),
+                             _other("max", None, dtypes=(OP_DTYPE, "int64", "int32"))),
            layout="broadcast", large=lambda shape, make: ((make(shape[1:]), make(shape[1:]) + 1.0), {})),
     OpSpec("masked_fill", lambda x, m, v, a: E.where(E.ne(m, 0.0), v, x),
            (Arg("mask", tensor=True, dtypes=_BOOL), _other("value")), layout="broadcast",
