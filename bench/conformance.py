@@ -2,6 +2,7 @@
 
     python bench/conformance.py --target cpu                      # the issue's 160 operators
     python bench/conformance.py --target cpu --ops unary,activation
+    python bench/conformance.py --target nvidia_h100 --jobs 8      # ops split over 8 processes (a GPU machine)
 
 Same run as ``kevolve conformance --target T --json`` (cached per operator in a store of its own under
 bench/out unless --store is given), plus the machine and versions.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -34,10 +36,23 @@ def _reasons(items: list[dict]) -> str:
     return "; ".join(f"{n}x {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])).replace("|", "\\|")
 
 
-def main() -> int:
-    from kevolve.conformance.cli import parse_ops
+def _check(job: tuple[str, list[str], str, bool]) -> dict:
+    """One process's share of the operators, with a store of its own (sqlite caches are per process)."""
     from kevolve.conformance.run import run_conformance
-    from kevolve.conformance.table import SUITE_GROUPS
+
+    target, ops, store, refresh = job
+    report = run_conformance(target, ops, store=store, refresh=refresh,
+                             on_op=lambda r: print(f"{r.op}: {r.passed}/{r.total}{' (cached)' if r.cached else ''}",
+                                                   file=sys.stderr, flush=True))
+    return {"toolchain": report.toolchain, "ops": report.results}
+
+
+def main() -> int:
+    import multiprocessing
+
+    from kevolve.conformance.cli import parse_ops
+    from kevolve.conformance.run import Report
+    from kevolve.conformance.table import SUITE, SUITE_GROUPS
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--target", default="cpu")
@@ -45,24 +60,38 @@ def main() -> int:
     parser.add_argument("--store", default=str(ROOT / "out" / "conformance" / "store.sqlite"))
     parser.add_argument("--refresh", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--jobs", type=int, default=1, help="processes the operators are split over")
     args = parser.parse_args()
 
     started = dt.datetime.now(dt.timezone.utc)
-    report = run_conformance(args.target, parse_ops(args.ops), store=args.store, refresh=args.refresh,
-                             on_op=lambda r: print(f"{r.op}: {r.passed}/{r.total}{' (cached)' if r.cached else ''}",
-                                                   file=sys.stderr, flush=True))
+    names = parse_ops(args.ops) or list(SUITE)
+    chunks = [names[i::args.jobs] for i in range(args.jobs) if names[i::args.jobs]]
+    jobs = [(args.target, chunk, str(Path(args.store).with_suffix(f".{i}.sqlite")) if len(chunks) > 1 else args.store,
+             args.refresh) for i, chunk in enumerate(chunks)]
+    if len(jobs) == 1:
+        parts = [_check(jobs[0])]
+    else:
+        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+            parts = pool.map(_check, jobs)
+    by_op = {r.op: r for part in parts for r in part["ops"]}
     import torch
 
+    toolchain = "; ".join(sorted({part["toolchain"] for part in parts}))
+    report = Report(args.target, toolchain, torch.__version__, [by_op[n] for n in names])
+
     group_of = {op: group for group, ops in SUITE_GROUPS.items() for op in ops}
-    command = "python bench/conformance.py --target " + args.target + (f" --ops {args.ops}" if args.ops else "")
+    command = "python bench/conformance.py --target " + args.target + (f" --ops {args.ops}" if args.ops else "") \
+        + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
     data = report.to_json()
     for op in data["ops"]:  # the committed JSON: declines as reason counts (`kevolve conformance --json` lists each)
         counts: dict[str, int] = {}
         for item in op["declined"]:
             counts[item["reason"]] = counts.get(item["reason"], 0) + 1
         op["declined"] = [{"reason": reason, "samples": n} for reason, n in counts.items()]
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
     data.update(date=started.strftime("%Y-%m-%d %H:%M UTC"), command=command, python=platform.python_version(),
-                machine=f"{platform.machine()} {platform.processor() or ''}".strip())
+                machine=f"{platform.machine()} {platform.processor() or ''}".strip(), gpu=gpu,
+                minutes=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds() / 60, 1))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"conformance_{args.target}.json").write_text(json.dumps(data, indent=1) + "\n")
@@ -72,7 +101,8 @@ def main() -> int:
     lines = [
         f"# ATen conformance on `{args.target}`: kernels judged by PyTorch's OpInfo samples",
         "",
-        f"Date: {data['date']}. torch {torch.__version__}, Python {data['python']}, toolchain: {report.toolchain}.",
+        (f"Date: {data['date']}. Machine: {data['machine']}, {os.cpu_count()} CPUs, GPU: {data['gpu']}. torch "
+        f"{torch.__version__}, Python {data['python']}, toolchain: {report.toolchain}. Run time: {data['minutes']} min."),
         "",
         f"Command: `{command}` (the same run as `kevolve conformance --target {args.target} --json`).",
         "",
@@ -82,10 +112,12 @@ def main() -> int:
          f"({sum(r['samples_passed'] for r in implemented)}/{sum(r['samples_total'] for r in implemented)} samples)."),
         "",
         ("Each operator is checked on every float32 sample of every OpInfo entry of its name (the integer dtype "
-         "where no entry supports float32), plus two larger random samples (514x1031 and 6x33x129, NaN/Inf/signed "
-         "zeros planted). An operator passes only if every sample passes; a declined sample counts against it. "
-         "Worst err/tol: the largest |kernel - reference| / (atol * max(1, rms(ref)) + rtol * |ref|) over the "
-         "samples that ran, float32 rtol 1e-4, atol 1e-5 (<= 1 passes); NaN/Inf positions must match."),
+         "where no entry supports float32) and, where the target computes bfloat16, on every bfloat16 sample too "
+         "(column dtype), plus two larger random samples per dtype (514x1031 and 6x33x129 unless the op needs "
+         "other ranks; NaN/Inf/signed zeros planted). An operator passes only if every sample passes; a declined "
+         "sample counts against it. Worst err/tol: the largest |kernel - reference| / (atol * max(1, rms(ref)) + "
+         "rtol * |ref|) over the samples that ran (float32 rtol 1e-4, atol 1e-5; bfloat16 rtol 1.6e-2, atol "
+         "8e-3; <= 1 passes); NaN/Inf positions must match."),
         "",
         "| group | op | dtype | samples passed/total | declined | failed | worst err/tol | kernels |",
         "|---|---|---|---|---|---|---|---|",

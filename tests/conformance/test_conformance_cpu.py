@@ -120,3 +120,28 @@ def test_a_kernel_that_hands_its_work_to_torch_is_rejected(db, cpu, monkeypatch)
     result = check_op("neg", cpu, None, db)
     assert not result.ok and len(result.failed) == result.total
     assert all(s.reason.startswith("rejected: not a kernel: uses torch") for s in result.failed)
+
+
+@pytest.mark.bfloat16
+def test_bfloat16_samples_where_the_target_computes_bfloat16(db, cpu):
+    # float32 and bfloat16 samples of each op; the bfloat16 ones follow ATen's rounding: div's trunc rounds the
+    # quotient to bfloat16 first (its vectorised loop), scatter_add sums in float and rounds once, cumprod
+    # accumulates in float (ATen's CPU acc_type), nan_to_num's default +-inf replacements are bfloat16's limits
+    for op in ("div", "scatter_add", "cumprod", "nan_to_num"):
+        result = check_op(op, cpu, None, db)
+        labels = [s.label for s in result.samples]
+        bf16 = [label for label in labels if label.startswith("bfloat16:")]
+        assert result.dtype == "float32+bfloat16" and 0 < len(bf16) < len(labels), op
+        assert result.ok and not result.declined, (op, [(s.label, s.reason) for s in result.failed[:3]])
+    # without the bfloat16 ones, only float32 samples
+    assert not any(s.label.startswith("bfloat16:") for s in check_op("neg", cpu, None, db, dtypes=()).samples)
+
+
+def test_pytorchs_one_element_answer_is_accepted_at_planted_specials(db, cpu):
+    # gelu(+inf) is NaN in PyTorch's vectorised CPU loop and inf alone; the kernel's inf is accepted there only
+    result = check_op("nn.functional.gelu", cpu, None, db)
+    assert result.ok
+    planted = [s for s in result.samples if "large" in s.label]
+    assert planted and all(s.reason == "matches PyTorch's one-element results at the planted special values"
+                           for s in planted)
+    assert all(s.reason == "" for s in result.samples if "large" not in s.label)

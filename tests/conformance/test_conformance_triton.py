@@ -210,3 +210,15 @@ def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkey
         source, language, why = synthesize(nvidia, kernel_spec(case))
         assert language == "triton" and not why
         assert _compile_ahead(source, tmp_path / f"{op}.py", case) == ["cuda:90", "hip:gfx942"]
+
+
+@pytest.mark.bfloat16
+def test_bfloat16_samples_round_to_nearest_even_in_the_interpreter(db):
+    # the interpreter's float32 -> bfloat16 cast truncates; the runner makes it round as the GPU does, so the
+    # bfloat16 samples of a transcendental (tanh) and of div's rounding modes match PyTorch bit for bit or
+    # within bfloat16's tolerance
+    h100 = _target("nvidia_h100")
+    for op in ("tanh", "div"):
+        result = check_op(op, h100, None, db)
+        assert result.dtype == "float32+bfloat16" and any(s.label.startswith("bfloat16:") for s in result.samples)
+        assert result.ok and not result.declined, (op, [(s.label, s.reason) for s in result.failed[:3]])

@@ -243,10 +243,12 @@ def _scalar_path_reference(entry: Any, sample: Any, expected: list[torch.Tensor]
 
 
 def _planted_case(spec: OpSpec, entry: Any, label: str, sample: Any, dtype: torch.dtype) -> Case:
-    """A larger random sample; for elementwise ops, with PyTorch's one-element answers as the alternative."""
+    """A larger random sample; for elementwise ops of one tensor, with PyTorch's one-element answers as the
+    alternative."""
     case = _case(spec, entry, label, sample, dtype)
-    if not case.declined and spec.layout == "same" and len(case.expected) == 1 and dtype.is_floating_point \
-            and case.expected[0].shape == sample.input.shape:
+    tensor_args = any(isinstance(a, torch.Tensor) for a in (*sample.args, *sample.kwargs.values()))
+    if not case.declined and spec.layout == "same" and not tensor_args and len(case.expected) == 1 \
+            and dtype.is_floating_point and case.expected[0].shape == sample.input.shape:
         case.alternative = _scalar_path_reference(entry, sample, case.expected)
     return case
 
