@@ -579,7 +579,7 @@ def _roll_params() -> str:
     """[flat, m, shifts..., dims...]: sh<d> the total shift of dimension d, or ``fsh`` that of the flattened
     tensor; shifts wrapped into [0, size)."""
     lines = ["    flat = tl.load(prm_ptr + 0)", "    m = tl.load(prm_ptr + 1)",
-             "    fsh = tl.load(prm_ptr + 2) * flat % n", "    fsh = tl.where(fsh < 0, fsh + n, fsh)",
+             "    fsh = tl.load(prm_ptr + 2) * flat % tl.maximum(n, 1)", "    fsh = tl.where(fsh < 0, fsh + n, fsh)",
              "    dims_m = tl.where(flat != 0, 0, m)"]
     lines += [f"    sh{d} = m * 0" for d in range(MAX_RANK)]
     lines.append("    for t in range(0, dims_m):")
@@ -661,13 +661,14 @@ def _contiguous_strides(shape):
 
 def _move_launch(op: str, block: int, launch: str) -> str:
     """The launch lines of one data-movement op (after the common checks: ``data``, ``prm``, ``out``, ``n``)."""
-    grid = f"(triton.cdiv(n, {block}),)"
+    # an empty output still launches one (fully masked) program, so that a build on it compiles the kernel
+    grid = f"(max(1, triton.cdiv(n, {block})),)"
     if op == "tril":
         return f"""    x = data[0]
     if x.dim() != 3 or x.numel() != n or prm.shape[0] != 1:
         raise RuntimeError("declined: shape or layout it was not written for")
-    _kv_move[{grid}](x, prm, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2),
-                     BLOCK={block}{launch})"""
+    _kv_move[{grid}](x, prm, out, n, max(1, x.shape[1]), max(1, x.shape[2]), x.stride(0), x.stride(1),
+                     x.stride(2), BLOCK={block}{launch})"""
     if op == "cat":
         return f"""    if prm.shape[0] != 1:
         raise RuntimeError("declined: shape or layout it was not written for")
@@ -687,8 +688,12 @@ def _move_launch(op: str, block: int, launch: str) -> str:
     return f"""    x = data[0]
     if tuple(x.shape) != tuple(out.shape):
         raise RuntimeError("declined: shape or layout it was not written for")
-    _kv_move[{grid}](x, prm, out, n, prm.shape[0], *_padded(x.shape, 1), *_padded(x.stride(), 0), RANK=x.dim(),
-                     BLOCK={block}{launch})"""
+    _kv_move[{grid}](x, prm, out, n, prm.shape[0], *_padded([max(1, s) for s in x.shape], 1),
+                     *_padded(x.stride(), 0), RANK=x.dim(), BLOCK={block}{launch})"""
+
+
+#: cat launches once per non-empty input: an empty output launches nothing
+_EMPTY = "    if n == 0:\n        return\n"
 
 
 class TritonAtenMoves(Recipe):
@@ -722,9 +727,7 @@ def kernel(inputs, outputs):
             or _dtype_name(out) != "{k.outputs[0]}" or prm.dim() != 1:
         raise RuntimeError("declined: dtype")
     n = out.numel()
-    if n == 0:
-        return
-{_move_launch(k.layout, block, launch_args(params))}
+{_EMPTY if many else ""}{_move_launch(k.layout, block, launch_args(params))}
 '''
 
 
