@@ -32,7 +32,7 @@ from kevolve.errors import CompileError, KevolveError
 from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
-CHECK_VERSION = 4
+CHECK_VERSION = 5
 
 
 @dataclass
@@ -226,6 +226,10 @@ def synthesize(registered: Any, kernel: KernelSpec) -> tuple[str, str, str]:
 EXTRA_DTYPES = ("bfloat16",)
 
 
+def _empty(case: sm.Case) -> bool:
+    return any(t.numel() == 0 for t in (*case.inputs, *case.expected))
+
+
 def extra_dtypes(spec: Any, wanted: tuple[str, ...] | None = None) -> tuple[Any, ...]:
     """The extra dtypes to draw on a target: those its facts list a peak for (it computes them), limited to
     ``wanted`` when given (``--dtypes``)."""
@@ -254,11 +258,15 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
     sources: dict[str, str] = {}
     languages: dict[str, str] = {}
     unwritable: dict[str, str] = {}
-    first_case: dict[str, sm.Case] = {}  # the call a toolchain compiling ahead of time captures launches on
+    # the call a toolchain compiling ahead of time captures launches on: one with data (an empty sample may
+    # launch nothing)
+    example: dict[str, sm.Case] = {}
     for case in drawn.cases:
         if case.declined:
             continue
         key = case.kernel_key()
+        if key in example and _empty(example[key]) and not _empty(case):
+            example[key] = case
         if key in sources or key in unwritable:
             continue
         try:
@@ -268,7 +276,7 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
         if why:
             unwritable[key] = why
         else:
-            sources[key], languages[key], first_case[key] = source, language, case
+            sources[key], languages[key], example[key] = source, language, case
     toolchains = {lang: registered.backend.toolchain(registered.spec, lang) for lang in set(languages.values())}
     toolchain_version = "; ".join(f"{lang}: {tc.version()}" for lang, tc in sorted(toolchains.items())) or "none"
 
@@ -293,11 +301,11 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
             continue
         workdir = Path(config.workdir) / registered.spec.name / Candidate(source, languages[key]).source_hash
         workdir.mkdir(parents=True, exist_ok=True)
-        case = first_case[key]
-        example = ConformanceProblem.save_example(kernel_spec(case), case.inputs, case.expected,
+        case = example[key]
+        problem = ConformanceProblem.save_example(kernel_spec(case), case.inputs, case.expected,
                                                   workdir / "example.pt")
         try:
-            build = toolchain.build(source, workdir, example)
+            build = toolchain.build(source, workdir, problem)
         except CompileError as exc:
             log = (exc.log or "").strip().splitlines()
             broken[key] = f"compile error: {exc.args[0]}" + (f": {log[0]}" if log else "")

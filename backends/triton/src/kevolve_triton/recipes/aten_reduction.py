@@ -11,7 +11,8 @@ mirror; each is one renderer parametrised per op by a small table of Triton stat
   with the carry of the tiles before.
 
 Numbers follow ATen's CPU kernels, like the CPU recipe: sums, means, products, variances and the cumulative sum
-and product accumulate in float64 (ATen's ``acc_type``; a float32 cumprod would overflow where ATen's does not);
+and product of float32 accumulate in float64, of 16-bit floats in float32 (ATen's CPU ``acc_type``: a cumprod
+overflows where ATen's does);
 extrema propagate the first NaN and keep the first of equal values (per lane in order, then across lanes by
 index); cummax lets a NaN or an equal value take over (the later index wins); logsumexp subtracts the row
 maximum unless it is infinite; logcumsumexp combines with ATen's log-add-exp. Transcendental functions run in
@@ -50,8 +51,6 @@ FLOAT_INPUTS = ("float32", "bfloat16", "float16", "float64")
 REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "std", "var", "logsumexp",
               "linalg.vector_norm", "all", "any", "count_nonzero")
 SCAN_OPS = ("cumsum", "cumprod", "logcumsumexp", "cummax")
-#: ops whose accumulator is float64 (ATen's CPU acc_type): sums and products, and what is built on them
-WIDE_OPS = ("sum", "mean", "prod", "std", "var", "cumsum", "cumprod")
 #: the index of a masked lane for the first-extremum picks: loses every tie to a real element
 NO_INDEX = 2 ** 62
 NEG_INF, POS_INF = "float('-inf')", "float('inf')"
@@ -94,6 +93,16 @@ def _kvr_log_add_exp(x, y):
     hi = tl.where(x < y, y, x)
     r = tl.where((lo != hi) | (tl.abs(lo) != float("inf")), _kv_log1p(tl.exp(lo - hi)) + hi, x)
     return tl.where((x != x) | (y != y), x + y, r)  # noqa: PLR0124
+
+
+@triton.jit
+def _kvr_round_bf16(x):
+    """float32 to bfloat16, rounded to nearest even on the bits (the interpreter's cast truncates where GPUs
+    round, so a sum just past bfloat16's largest finite value would stay finite); NaN stays a quiet NaN."""
+    bits = x.to(tl.int32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    rounded = tl.where(x != x, 0x7FC0, rounded)  # noqa: PLR0124
+    return rounded.to(tl.int16).to(tl.bfloat16, bitcast=True)
 
 
 # --- what each op computes --------------------------------------------------------------------------------
@@ -251,8 +260,12 @@ def scan_body(op: str) -> Scan:
 # --- kernel text -----------------------------------------------------------------------------------------
 
 def _acc_type(wide: bool, dtypes: tuple[str, ...]) -> str:
-    """float64 for the wide ops and for float64 tensors, float32 otherwise."""
-    return "tl.float64" if wide or "float64" in dtypes else "tl.float32"
+    """float64 for the wide ops of float32 inputs and for float64 tensors, float32 otherwise: ATen's CPU
+    acc_type is double for float but float for bfloat16 and half (a bfloat16 cumprod overflows at float's
+    range, not double's)."""
+    if "float64" in dtypes or (wide and dtypes[0] not in HALF_FLOATS):
+        return "tl.float64"
+    return "tl.float32"
 
 
 def _helpers(text: str) -> str:
@@ -265,24 +278,44 @@ def _helpers(text: str) -> str:
     return tl_math.helper_sources(body) + body
 
 
+#: 16-bit floats pass through float32 on their way to and from a float64 accumulator: the interpreter keeps
+#: bfloat16 as its bit pattern and converts it to float64 as an integer
+HALF_FLOATS = ("bfloat16", "float16")
+
+
+def _load(pointer: str, mask: str, fill: str, in_dtype: str) -> str:
+    """A masked load widened to the accumulation type (ACC), through float32 for 16-bit floats."""
+    widen = ".to(tl.float32)" if in_dtype in HALF_FLOATS else ""
+    return f"tl.load({pointer}, mask={mask}, other={fill}){widen}.to(ACC)"
+
+
+def _store(index: int, offsets: str, value: str, out_dtype: str, mask: str) -> str:
+    """A masked store of ``value`` in output ``index``'s dtype, through float32 for 16-bit floats (bfloat16
+    rounded by :func:`_kvr_round_bf16`)."""
+    if out_dtype == "bfloat16":
+        value = f"_kvr_round_bf16(({value}).to(tl.float32))"
+    elif out_dtype == "float16":
+        value = f"({value}).to(tl.float32)"
+    return f"tl.store(out{index}_ptr + {offsets}, ({value}).to(out{index}_ptr.dtype.element_ty), mask={mask})"
+
+
 def _lines(statements: tuple[str, ...], indent: int) -> str:
     return "\n".join(" " * indent + s for s in statements)
 
 
-def _reduce_kernel(body: Reduction, n_out: int, acc: str) -> str:
+def _reduce_kernel(body: Reduction, k: Any, acc: str) -> str:
     """The @triton.jit reduction: the passes over the row tiles, then one store per output."""
-    outs = ", ".join(f"out{i}_ptr" for i in range(n_out))
+    outs = ", ".join(f"out{i}_ptr" for i in range(len(k.outputs)))
     walks = []
     for walk in body.passes:
         walks.append(f"""{_lines(walk.init, 4)}
     for start in range(0, R, BLOCK_N):
         j = start + cols
         m = row_ok[:, None] & (j < R)
-        v = tl.load(x_ptr + base + j, mask=m, other={walk.fill}).to(ACC)
+        v = {_load("x_ptr + base + j", "m", walk.fill, k.inputs[0][1])}
 {_lines(walk.step, 8)}
 {_lines(walk.finish, 4)}""")
-    stores = "\n".join(f"    tl.store(out{i}_ptr + rows, ({r}).to(out{i}_ptr.dtype.element_ty), mask=row_ok)"
-                       for i, r in enumerate(body.results))
+    stores = "\n".join("    " + _store(i, "rows", r, dt, "row_ok") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
     return f"""@triton.jit
 def _kv_reduce_kernel(x_ptr, {outs}, outer, R, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -293,11 +326,10 @@ def _kv_reduce_kernel(x_ptr, {outs}, outer, R, BLOCK_M: tl.constexpr, BLOCK_N: t
 {stores}""".replace("ACC", acc)
 
 
-def _scan_kernel(body: Scan, n_out: int, acc: str) -> str:
+def _scan_kernel(body: Scan, k: Any, acc: str) -> str:
     """The @triton.jit scan: BLOCK_I neighbouring lines (contiguous in memory) walked along L together."""
-    outs = ", ".join(f"out{i}_ptr" for i in range(n_out))
-    stores = "\n".join(f"        tl.store(out{i}_ptr + off, ({r}).to(out{i}_ptr.dtype.element_ty), mask=m)"
-                       for i, r in enumerate(body.results))
+    outs = ", ".join(f"out{i}_ptr" for i in range(len(k.outputs)))
+    stores = "\n".join("        " + _store(i, "off", r, dt, "m") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
     return f"""@triton.jit
 def _kv_scan_kernel(x_ptr, {outs}, L, inner, n_iblocks, BLOCK_I: tl.constexpr):
     pid = tl.program_id(0).to(tl.int64)
@@ -308,7 +340,7 @@ def _kv_scan_kernel(x_ptr, {outs}, L, inner, n_iblocks, BLOCK_I: tl.constexpr):
     jj = tl.zeros([BLOCK_I], tl.int64)
 {_lines(body.init, 4)}
     for _ in range(0, L):
-        v = tl.load(x_ptr + off, mask=m, other=0.0).to(ACC)
+        v = {_load("x_ptr + off", "m", "0.0", k.inputs[0][1])}
 {_lines(body.step, 8)}
 {stores}
         off += inner
@@ -423,7 +455,7 @@ class TritonAtenReduce(Recipe):
         body = reduce_body(k.op, k.attrs)
         if len(body.results) != len(k.outputs):
             raise ValueError(f"{k.op} writes {len(body.results)} outputs, the sample expects {len(k.outputs)}")
-        device = _reduce_kernel(body, len(k.outputs), _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
+        device = _reduce_kernel(body, k, _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
         return header(problem, params) + _helpers(device) + device + "\n\n\n" + _reduce_launcher(k, body, params)
 
 
@@ -445,7 +477,7 @@ class TritonAtenScan(Recipe):
         body = scan_body(k.op)
         if len(body.results) != len(k.outputs):
             raise ValueError(f"{k.op} writes {len(body.results)} outputs, the sample expects {len(k.outputs)}")
-        device = _scan_kernel(body, len(k.outputs), _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
+        device = _scan_kernel(body, k, _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
         return header(problem, params) + _helpers(device) + device + "\n\n\n" + _scan_launcher(k, params)
 
 
