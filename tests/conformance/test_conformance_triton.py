@@ -222,3 +222,15 @@ def test_bfloat16_samples_round_to_nearest_even_in_the_interpreter(db):
         result = check_op(op, h100, None, db)
         assert result.dtype == "float32+bfloat16" and any(s.label.startswith("bfloat16:") for s in result.samples)
         assert result.ok and not result.declined, (op, [(s.label, s.reason) for s in result.failed[:3]])
+
+
+def test_a_call_with_nothing_to_write_may_launch_nothing():
+    from kevolve_triton.capture import capture_launches
+
+    def lazy(inputs, outputs):  # launches only when there is something to write
+        return None
+
+    params = torch.zeros(3, dtype=torch.int64)  # packed arguments are not data to write
+    assert capture_launches(lazy, [torch.empty(0), params], [torch.empty(0)]) == []
+    with pytest.raises(ValueError, match="launched no @triton.jit function"):
+        capture_launches(lazy, [torch.empty(0), params], [torch.empty(2)])
