@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("expecttest")  # the OpInfo database imports it
 
+from conformance_helpers import usable_target
 from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
 
 
 @pytest.fixture(autouse=True)
@@ -25,13 +25,12 @@ def db():
     return op_db()
 
 
-def usable_target(name: str):
-    """The registered target, or the test skipped with the reason it cannot run here."""
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
+@pytest.fixture()
+def store(tmp_path, monkeypatch):
+    """A store of the test's own, through KEVOLVE_STORE (the CLI and the conformance cache read it)."""
+    path = tmp_path / "kevolve.sqlite"
+    monkeypatch.setenv("KEVOLVE_STORE", str(path))
+    return path
 
 
 @pytest.fixture(scope="module")

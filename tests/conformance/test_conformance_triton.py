@@ -18,14 +18,14 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.cli import main
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
 from kevolve.conformance.run import check_op, kernel_spec, synthesize
-from kevolve.conformance.samples import draw, op_db
+from kevolve.conformance.samples import draw
 from kevolve.conformance.worker import error_ratio
-from kevolve.plugins import get_manager
 from kevolve.problems.problem import Tolerance
 from kevolve.synthesis import expr as E
 from kevolve_triton.recipes import tl_math
@@ -36,26 +36,6 @@ BINARY = ("max", "min", "pow", "fmod", "copysign", "atan2", "hypot", "fmax", "bi
 EDGES = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.5, 3.5, 1e-30, -1e-30, 1e-6,
          -1e-6, 0.99999994, -0.99999994, 1.0000001, 0.49999997, 20.0, -20.0, 88.0, -88.0, 100.0, 1e10, -1e10,
          -3.0, 4096.5, 1e30, -1e30, 3.3e38, -3.3e38]
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
-
-
-@pytest.fixture()
-def store(tmp_path, monkeypatch):
-    path = tmp_path / "kevolve.sqlite"
-    monkeypatch.setenv("KEVOLVE_STORE", str(path))
-    return path
 
 
 def _conformance(capsys, target: str, ops: str, store) -> dict:
@@ -144,7 +124,7 @@ def test_math_helpers_match_torch_on_edge_values(tmp_path, monkeypatch):
 
 
 def test_a_wrong_helper_fails_with_its_worst_error(db, tmp_path, monkeypatch):
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     # atan's unit-interval series cut after u^5: wrong by up to ~3e-4 near tan(pi/8)
     right = tl_math._helpers()["_kv_atan_unit"][0]
     wrong = right.replace("p = 1.0 / 5.0 + z * p", "p = 1.0 / 5.0 + z * p * 0.0")
@@ -159,7 +139,7 @@ def test_a_wrong_helper_fails_with_its_worst_error(db, tmp_path, monkeypatch):
 
 
 def test_nvidia_subset_passes_every_sample(capsys, store):
-    _target("nvidia_h100")
+    usable_target("nvidia_h100")
     ops = "lgamma,erfinv,nn.functional.glu,atan2,pow,bitwise_xor,where,eq"
     report = _conformance(capsys, "nvidia_h100", ops, store)
     assert (report["passed_ops"], report["total_ops"]) == (8, 8)
@@ -174,7 +154,7 @@ def test_nvidia_subset_passes_every_sample(capsys, store):
 
 @pytest.mark.parametrize("target", ["amd_mi300", "mtia_sim"])
 def test_other_triton_targets_pass_every_sample(capsys, store, target):
-    _target(target)
+    usable_target(target)
     report = _conformance(capsys, target, "nn.functional.prelu,masked_fill", store)
     assert (report["passed_ops"], report["total_ops"]) == (2, 2)
     for r in report["ops"]:
@@ -203,7 +183,7 @@ def _compile_ahead(source: str, path, case) -> list[str]:
 
 
 def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch):
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     for op in ("lgamma", "where", "nn.functional.glu"):
         case = next(c for c in draw(OPS[op], op, db).cases if not c.declined and "large" in c.label)
@@ -217,7 +197,7 @@ def test_bfloat16_samples_round_to_nearest_even_in_the_interpreter(db):
     # the interpreter's float32 -> bfloat16 cast truncates; the runner makes it round as the GPU does, so the
     # bfloat16 samples of a transcendental (tanh) and of div's rounding modes match PyTorch bit for bit or
     # within bfloat16's tolerance
-    h100 = _target("nvidia_h100")
+    h100 = usable_target("nvidia_h100")
     for op in ("tanh", "div"):
         result = check_op(op, h100, None, db)
         assert result.dtype == "float32+bfloat16" and any(s.label.startswith("bfloat16:") for s in result.samples)

@@ -19,33 +19,13 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.cli import main
 from kevolve.conformance import OPS
 from kevolve.conformance.run import check_op, kernel_spec, synthesize
-from kevolve.conformance.samples import draw, op_db
-from kevolve.plugins import get_manager
+from kevolve.conformance.samples import draw
 from kevolve_triton.recipes import aten_conv
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
-
-
-@pytest.fixture()
-def store(tmp_path, monkeypatch):
-    path = tmp_path / "kevolve.sqlite"
-    monkeypatch.setenv("KEVOLVE_STORE", str(path))
-    return path
 
 
 def _conformance(capsys, target: str, ops: str, store) -> dict:
@@ -63,7 +43,7 @@ def _all_pass(report: dict) -> None:
 
 
 def test_nvidia_subset_passes_every_sample(capsys, store):
-    _target("nvidia_h100")
+    usable_target("nvidia_h100")
     ops = "nn.functional.avg_pool2d,nn.functional.adaptive_avg_pool2d,nn.functional.pad"
     report = _conformance(capsys, "nvidia_h100", ops, store)
     assert (report["passed_ops"], report["total_ops"]) == (3, 3)
@@ -77,14 +57,14 @@ def test_nvidia_subset_passes_every_sample(capsys, store):
 
 
 def test_mtia_sim_passes_every_sample(capsys, store):
-    _target("mtia_sim")
+    usable_target("mtia_sim")
     report = _conformance(capsys, "mtia_sim", "nn.functional.conv_transpose2d", store)
     assert (report["passed_ops"], report["total_ops"]) == (1, 1)
     _all_pass(report)
 
 
 def test_a_wrong_divisor_fails_with_its_worst_error(db, monkeypatch):
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     # count_include_pad inverted: windows over the padding divide by the wrong count
     wrong = aten_conv._AVG_POOL_DEVICE.replace("include_pad != 0", "include_pad == 0")
     assert wrong != aten_conv._AVG_POOL_DEVICE
@@ -124,7 +104,7 @@ def _compile_ahead(source: str, path, case) -> list[str]:
     ("nn.functional.pad", "circular"),
 ])
 def test_every_kernel_kind_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch, op, label):
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     case = next(c for c in draw(OPS[op], op, db).cases
                 if not c.declined and label in c.label and c.expected[0].numel() > 0)

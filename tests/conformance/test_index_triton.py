@@ -16,46 +16,33 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
 from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
-from kevolve.conformance.samples import draw, op_db
-from kevolve.plugins import get_manager
+from kevolve.conformance.samples import draw
 from kevolve_triton.recipes.aten_index import TritonAtenScatter
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 # OpInfo samples plus the two larger random ones, one op of each kernel kind but the search (below)
 @pytest.mark.parametrize(("op", "samples"), [("take_along_dim", 7), ("scatter_add", 9), ("index_put", 6),
                                              ("nn.functional.embedding", 12)])
 def test_index_ops_pass_every_sample_on_nvidia(db, tmp_path, op, samples):
-    result = check_op(op, _target("nvidia_h100"), ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
+    result = check_op(op, usable_target("nvidia_h100"), ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
     assert result.language == "triton" and not result.declined and not result.failed, result.reasons("failed")
     assert result.passed == result.total == samples and result.ok
     assert result.worst <= 1.0
 
 
 def test_index_put_passes_on_mtia_sim(db, tmp_path):
-    result = check_op("index_put", _target("mtia_sim"), ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
+    result = check_op("index_put", usable_target("mtia_sim"), ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
     assert result.language == "triton" and not result.declined and not result.failed, result.reasons("failed")
     assert result.passed == result.total == 6 and result.ok
 
 
 def test_bucketize_passes_and_the_wrong_side_fails(db, tmp_path):
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     right = check_op("bucketize", nvidia, ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
     assert right.passed == right.total == 26 and right.ok and not right.declined
 
@@ -112,7 +99,7 @@ def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkey
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     for op, label in (("scatter_reduce", "mean"), ("nn.functional.embedding_bag", "max_norm=1.0")):

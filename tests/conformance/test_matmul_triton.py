@@ -16,26 +16,12 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.conformance import OPS
 from kevolve.conformance.ops.matmul import _prep_sdpa
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
 
 SDPA = "nn.functional.scaled_dot_product_attention"
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 class _Entry:
@@ -72,7 +58,7 @@ def _long_keys() -> Any:
 
 @pytest.mark.parametrize(("op", "total"), [("addmm", 14), ("matmul", 17)])
 def test_every_sample_passes(db, tmp_path, op, total):
-    result = check_op(op, _target("nvidia_h100"), ResultCache(tmp_path / "c.sqlite"), db)
+    result = check_op(op, usable_target("nvidia_h100"), ResultCache(tmp_path / "c.sqlite"), db)
     assert result.language == "triton" and not result.error
     assert result.passed == result.total == total and not result.declined and not result.failed
     assert result.worst <= 1.0
@@ -81,7 +67,7 @@ def test_every_sample_passes(db, tmp_path, op, total):
 
 
 def test_mm_on_mtia_sim(db, tmp_path):
-    result = check_op("mm", _target("mtia_sim"), ResultCache(tmp_path / "c.sqlite"), db)
+    result = check_op("mm", usable_target("mtia_sim"), ResultCache(tmp_path / "c.sqlite"), db)
     assert result.language == "triton" and not result.error
     assert result.passed == result.total == 5 and not result.declined
 
@@ -90,7 +76,7 @@ def test_attention_masks_causal_gqa_dropout(db):
     # OpInfo #18: a 3-D query broadcast over 4-D keys, causal, dropout; #24: a float mask; the larger samples: a
     # bool mask with dropout, causal grouped-query heads
     entry = _attention_entry(db, (18, 24), [_long_keys()])
-    result = check_op(SDPA, _target("nvidia_h100"), None, [entry])
+    result = check_op(SDPA, usable_target("nvidia_h100"), None, [entry])
     assert not result.error and not result.declined and not result.failed
     assert result.passed == result.total == 5
     assert result.worst <= 1.0
@@ -99,7 +85,7 @@ def test_attention_masks_causal_gqa_dropout(db):
         tensors, options = _prep_sdpa(tensors, attrs)
         return tensors, {**options, "seed": 43} if "seed" in options else options
 
-    result = check_op(SDPA, _target("nvidia_h100"), None, [_attention_entry(db, (2, 16), [])],
+    result = check_op(SDPA, usable_target("nvidia_h100"), None, [_attention_entry(db, (2, 16), [])],
                       spec_override=dataclasses.replace(OPS[SDPA], prepare=reseeded))
     # another seed draws another keep-mask: OpInfo #2 (3-D, causal, dropout_p=0.5) and the first larger sample
     # (0.3) fail; #16 (no dropout) and the second larger sample pass
@@ -120,7 +106,7 @@ def test_hand_computed_addmm_and_a_wrong_reference():
     def reference(shift: float) -> Any:  # the hand values for the two samples, PyTorch for the larger ones
         return lambda x, *args, **kwargs: refs[id(x)] + shift if id(x) in refs else torch.addmm(x, *args, **kwargs)
 
-    target = _target("nvidia_h100")
+    target = usable_target("nvidia_h100")
     result = check_op("addmm", target, None, [_Entry("addmm", reference(0.0), samples)])
     assert (result.passed, result.total) == (4, 4)
     assert [s.worst for s in result.samples[:2]] == [0.0, 0.0]

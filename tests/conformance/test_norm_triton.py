@@ -20,26 +20,13 @@ import torch.nn.functional as F
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
-from kevolve.conformance.samples import draw, op_db
+from kevolve.conformance.samples import draw
 from kevolve.conformance.spec import Arg
-from kevolve.plugins import get_manager
 from torch.testing._internal.opinfo.core import SampleInput
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 @pytest.mark.parametrize(("target", "op", "samples", "kernels"), [
@@ -50,7 +37,7 @@ def _target(name: str):
     ("mtia_sim", "nn.functional.smooth_l1_loss", 10, 4),  # beta 0 / 0.75 / 1 / 5, the three reductions
 ])
 def test_every_sample_passes(db, tmp_path, target, op, samples, kernels):
-    registered = _target(target)
+    registered = usable_target(target)
     result = check_op(op, registered, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True)
     assert result.total == samples == result.passed, [(s.label, s.reason) for s in result.failed + result.declined]
     assert not result.declined and not result.error
@@ -60,7 +47,7 @@ def test_every_sample_passes(db, tmp_path, target, op, samples, kernels):
 
 def test_a_wrong_kernel_is_reported_failing(db, tmp_path):
     # mse's samples through smooth L1's kernel (beta 1): every element whose difference is not 0 disagrees
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     mse = OPS["nn.functional.mse_loss"]
     wrong = dataclasses.replace(OPS["nn.functional.smooth_l1_loss"], args=(*mse.args, Arg("beta", 1.0)),
                                 large=mse.large)
@@ -89,7 +76,7 @@ class _Entry:
 
 @pytest.mark.filterwarnings("ignore:Using a target size")
 def test_arguments_the_opinfo_samples_leave_out():
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     torch.manual_seed(0)
     x, target = torch.randn(4, 5, 3), torch.tensor([[0, 1, 4], [2, 2, 1], [1, 3, 0], [4, 4, 4]])
     a = torch.randn(3, 4)
@@ -119,7 +106,7 @@ def test_the_same_source_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monkey
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
     op = "nn.functional.group_norm"  # the norm kernel: run-time geometry, grid-stride and column loops

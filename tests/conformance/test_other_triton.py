@@ -16,23 +16,9 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.conformance import OPS
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 def _tied(shape: tuple[int, ...]) -> torch.Tensor:
@@ -49,7 +35,7 @@ def _tied(shape: tuple[int, ...]) -> torch.Tensor:
 @pytest.mark.parametrize(("target", "op", "total", "kernels"), [("nvidia_h100", "cat", 11, 3),
                                                                 ("mtia_sim", "tril", 10, 1)])
 def test_every_sample_passes(db, tmp_path, target, op, total, kernels):
-    result = check_op(op, _target(target), ResultCache(tmp_path / "c.sqlite"), db, dtypes=("float32",))
+    result = check_op(op, usable_target(target), ResultCache(tmp_path / "c.sqlite"), db, dtypes=("float32",))
     assert (result.passed, result.total, len(result.declined)) == (total, total, 0)
     assert result.ok and result.worst == 0.0 and result.language == "triton"
     # one kernel serves every dim and diagonal: they travel as an int64 tensor (cat: one per tensor count)
@@ -60,13 +46,13 @@ def test_ties_come_out_in_pytorchs_order(db):
     # topk along a middle dimension, unsorted, large k (nth_element's arrangement is the output order)
     spec = dataclasses.replace(OPS["topk"], large_shapes=((3, 40, 2),),
                                large=lambda shape, make: (_tied(shape), (12, 1, True, False), {}))
-    result = check_op("topk", _target("nvidia_h100"), None, db, spec_override=spec, dtypes=("float32",))
+    result = check_op("topk", usable_target("nvidia_h100"), None, db, spec_override=spec, dtypes=("float32",))
     assert result.samples[-1].label.endswith("large(3, 40, 2)")
     assert result.ok and result.passed == result.total == 15 and not result.declined
 
 
 def test_subtly_wrong_kernels_fail(db):
-    h100 = _target("nvidia_h100")
+    h100 = usable_target("nvidia_h100")
     # kthvalue one past k, on a tied large sample (its replayed quickselect picks the wrong element too)
     wrong = dataclasses.replace(OPS["kthvalue"], large_shapes=((4, 30),),
                                 prepare=lambda t, a: OPS["kthvalue"].prepare(t, {**a, "k": a["k"] + 1}),

@@ -22,28 +22,14 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
+from conformance_helpers import usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
 from kevolve.conformance.run import ResultCache, check_op
-from kevolve.conformance.samples import op_db
-from kevolve.plugins import get_manager
 from kevolve_triton.recipes.aten_reduction import RECIPES
 
 NAN, INF = math.nan, math.inf
-
-
-@pytest.fixture(scope="module")
-def db():
-    return op_db()
-
-
-def _target(name: str):
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        pytest.skip(why)
-    return registered
 
 
 @pytest.mark.parametrize(("op", "kernels"), [
@@ -54,7 +40,7 @@ def _target(name: str):
     ("cumprod", 1),  # float64 accumulation: overflows where ATen's does
 ])
 def test_every_float32_sample_passes_on_nvidia(db, tmp_path, op, kernels):
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     result = check_op(op, nvidia, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True,
                       dtypes=("float32",))
     assert result.total == result.passed > 0, [(s.label, s.reason) for s in result.failed + result.declined]
@@ -64,7 +50,7 @@ def test_every_float32_sample_passes_on_nvidia(db, tmp_path, op, kernels):
 
 
 def test_mtia_sim_runs_a_reduction(db, tmp_path):
-    mtia = _target("mtia_sim")
+    mtia = usable_target("mtia_sim")
     result = check_op("argmin", mtia, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True,
                       dtypes=("float32",))
     assert result.total == result.passed == 15, [(s.label, s.reason) for s in result.failed + result.declined]
@@ -73,7 +59,7 @@ def test_mtia_sim_runs_a_reduction(db, tmp_path):
 
 def test_a_wrong_kernel_is_reported_failing(db, tmp_path):
     # argmax's samples through argmin's kernel: only reductions over one element (0-dim, a size-1 dim) agree
-    nvidia = _target("nvidia_h100")
+    nvidia = usable_target("nvidia_h100")
     result = check_op("argmax", nvidia, ResultCache(tmp_path / "conformance.sqlite"), db,
                       spec_override=OPS["argmin"], dtypes=("float32",))
     assert not result.ok and not result.declined
@@ -85,8 +71,10 @@ def _in_interpreter(check: str, folder) -> None:
     """Run ``check(folder)`` of this file in a fresh Python started with TRITON_INTERPRET=1: Triton makes its
     own @jit helpers (tl.sum, tl.cumprod, ...) interpreted or compiled once, when it is first imported."""
     code = f"import runpy; runpy.run_path({__file__!r})[{check!r}]({str(folder)!r})"
+    here = str(Path(__file__).parent)  # this file imports the directory's shared helpers
+    path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TRITON_INTERPRET": "1"})
+                          env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path})
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
