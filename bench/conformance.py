@@ -127,6 +127,10 @@ def main() -> int:
                      f"{r['samples_passed']}/{r['samples_total']}{'' if r['passed'] else ' ✗'} | "
                      f"{_reasons(r['declined'])} | {_reasons(r['failed'])} | "
                      f"{_ratio(r['worst_error_over_tolerance'])} | {r['kernels']} |")
+    otherwise = [(r["op"], m) for r in ops for m in r.get("matched_otherwise", [])]
+    if otherwise:
+        lines += ["", f"Samples passed by matching PyTorch's other answer for the same values ({len(otherwise)}):", ""]
+        lines += [f"- `{op}` {m['sample']}: {m['reason']}" for op, m in otherwise]
     skipped = [(r["op"], s) for r in ops for s in r["skipped_entries"]]
     if skipped:
         lines += ["", "OpInfo entries not drawn (no float32): " + "; ".join(f"`{s}`" for _, s in skipped) + "."]

@@ -19,6 +19,7 @@ pytest.importorskip("expecttest")
 from kevolve.cli import main
 from kevolve.conformance import OPS, SUITE, SUITE_GROUPS
 from kevolve.conformance.cli import parse_ops
+from kevolve.conformance import samples as sm
 from kevolve.conformance.run import ResultCache, check_op
 from kevolve.synthesis import expr as E
 
@@ -142,6 +143,50 @@ def test_pytorchs_one_element_answer_is_accepted_at_planted_specials(db, cpu):
     result = check_op("nn.functional.gelu", cpu, None, db)
     assert result.ok
     planted = [s for s in result.samples if "large" in s.label]
-    assert planted and all(s.reason == "matches PyTorch's one-element results at the planted special values"
-                           for s in planted)
+    assert planted and all(s.reason == sm.ONE_ELEMENT for s in planted)
     assert all(s.reason == "" for s in result.samples if "large" not in s.label)
+
+
+def test_one_element_answers_are_the_alternative_where_the_vectorised_loop_differs(db):
+    # fmod(-8.4375, FLT_MIN): ATen's vector fmod (Sleef) overflows its quotient to NaN; alone (std::fmod) it is -0
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    entry = next(e for e in db if e.name == "fmod")
+    a = torch.full((64,), -8.4375)
+    b = torch.full((64,), torch.finfo(torch.float32).tiny)
+    b[1:] = 3.0
+    case = sm._with_alternative(sm._case(OPS["fmod"], entry, "t", SampleInput(a, args=(b,)), torch.float32),
+                                entry, SampleInput(a, args=(b,)), torch.float32, 64)
+    if torch.isnan(case.expected[0][0]):  # a CPU with a vectorised fmod
+        [(reason, [alone])] = case.alternatives
+        assert reason == sm.ONE_ELEMENT
+        assert alone[0] == 0 and torch.signbit(alone[0])
+        assert torch.equal(alone[1:], case.expected[0][1:])
+    else:
+        assert not case.alternatives
+    # a broadcast argument has no element of its own: no alternative
+    broadcast = SampleInput(a, args=(b[:1],))
+    case = sm._with_alternative(sm._case(OPS["fmod"], entry, "t", broadcast, torch.float32), entry, broadcast,
+                                torch.float32, 64)
+    assert not case.alternatives
+
+
+@pytest.mark.bfloat16
+def test_float32_answer_is_the_alternative_of_a_bfloat16_sample_where_they_differ(db):
+    # binary_cross_entropy_with_logits is composite: its bfloat16 loop rounds every step, its float32 one does
+    # not, and at a cancellation they differ by more than a rounding; abs is exact either way
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(4096, generator=g) * 8).bfloat16()
+    y = torch.rand(4096, generator=g).bfloat16()
+    name = "nn.functional.binary_cross_entropy_with_logits"
+    entry = next(e for e in db if e.name == name)
+    sample = SampleInput(x, args=(y,), kwargs={"reduction": "none"})
+    case = sm._case(OPS[name], entry, "t", sample, torch.bfloat16)
+    [(reason, [wide])] = case.alternatives
+    assert reason == sm.IN_FLOAT32.format(dtype="bfloat16")
+    exact = torch.nn.functional.binary_cross_entropy_with_logits(x.float(), y.float(), reduction="none")
+    assert torch.equal(wide, exact.bfloat16()) and not torch.equal(wide, case.expected[0])
+    entry = next(e for e in db if e.name == "abs")
+    assert not sm._case(OPS["abs"], entry, "t", SampleInput(x), torch.bfloat16).alternatives

@@ -32,7 +32,7 @@ from kevolve.errors import CompileError, KevolveError
 from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
-CHECK_VERSION = 5
+CHECK_VERSION = 6
 
 
 @dataclass
@@ -96,6 +96,9 @@ class OpResult:
             "declined": [{"sample": s.label, "reason": s.reason} for s in self.declined],
             "failed": [{"sample": s.label, "reason": s.reason, "worst_error_over_tolerance": _num(s.worst)}
                        for s in self.failed],
+            # passed by matching PyTorch's other answer for the same values (samples.Case.alternatives)
+            "matched_otherwise": [{"sample": s.label, "reason": s.reason} for s in self.samples
+                                  if s.status == PASSED and s.reason],
             "worst_error_over_tolerance": _num(self.worst), "entries": self.entries,
             "skipped_entries": self.skipped_entries, "kernels": len(self.kernels), "language": self.language,
             "cached": self.cached, "seconds": round(self.seconds, 3),
@@ -321,7 +324,7 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
         task = {"entry": "kevolve.conformance.worker:run", "target": registered.spec.name,
                 "bootstrap": worker_bootstrap(), "builds": builds,
                 "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected,
-                           "alternative": c.alternative} for _, c in runnable]}
+                           "alternatives": c.alternatives} for _, c in runnable]}
         raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=config.memory_limit_bytes,
                            env=registered.backend.worker_env(registered.spec))
         if "outcomes" in raw:

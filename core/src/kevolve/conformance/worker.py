@@ -92,10 +92,10 @@ def _run_case(kernel: Callable, runner: Any, case: dict[str, Any], round_: int) 
     if modified:
         return {"status": FAILED, "reason": f"modifies its input: {modified}", "worst": math.inf}
     verdict = _judge(outputs, expected, round_)
-    if verdict["status"] == FAILED and case.get("alternative") is not None:
-        other = _judge(outputs, case["alternative"], round_)
+    for reason, alternative in case.get("alternatives", ()) if verdict["status"] == FAILED else ():
+        other = _judge(outputs, alternative, round_)
         if other["status"] == PASSED:
-            return {**other, "reason": "matches PyTorch's one-element results at the planted special values"}
+            return {**other, "reason": reason}
     return verdict
 
 

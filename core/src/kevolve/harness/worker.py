@@ -22,10 +22,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kevolve.harness import checks
 from kevolve.harness import evaluation as ev
 
-#: ATen ops that only make another view of the same memory: a runner handing a kernel raw buffers (e.g.
-#: ``tensor.numpy()``) dispatches these, and they compute nothing
-_VIEW_OPS = {"aten.detach.default", "aten.alias.default", "aten.view.default", "aten.as_strided.default",
-             "aten._reshape_alias.default"}
+#: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
+#: ``tensor.numpy()``, dispatches these) or uninitialised memory (a kernel's scratch space, allocated on the host
+#: like its outputs)
+_NOT_COMPUTING = {"aten.detach.default", "aten.alias.default", "aten.view.default", "aten.as_strided.default",
+                  "aten._reshape_alias.default", "aten.empty.memory_format", "aten.empty_strided.default",
+                  "aten.new_empty.default", "aten.new_empty_strided.default"}
 
 
 class _TorchCallRecorder(TorchDispatchMode):
@@ -39,7 +41,7 @@ class _TorchCallRecorder(TorchDispatchMode):
         self.plumbing = plumbing
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if str(func) not in _VIEW_OPS and not self._from_plumbing():
+        if str(func) not in _NOT_COMPUTING and not self._from_plumbing():
             self.ops.append(str(func))
         return func(*args, **(kwargs or {}))
 

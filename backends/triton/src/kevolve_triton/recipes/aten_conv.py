@@ -110,7 +110,7 @@ def _flat_offsets() -> str:
 def _launch(name: str, args: str, params: dict[str, Any]) -> str:
     """The launch line of kernel ``name`` over ``total`` output elements."""
     block = params["BLOCK"]
-    return f"    {name}[(triton.cdiv(total, {block}),)]({args}, BLOCK={block}{launch_args(params)})"
+    return f"    {name}[(triton.cdiv(total, {block}),)]({args}, BLOCK={block}{launch_args(params, contract=False)})"
 
 
 # --- conv ---------------------------------------------------------------------------------------------------------

@@ -114,6 +114,27 @@ def _kv_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 """
 
+#: a float32 scratch copy of a 16-bit output (the scatter family's running values, rounded once at the end); the
+#: host allocates it as pairs of 16-bit elements (a kernel file names no torch dtype) and these kernels read it
+#: as float32
+_SCRATCH_KERNELS = """@triton.jit
+def _kv_widen(x_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    acc_ptr = acc_ptr.to(tl.pointer_type(tl.float32), bitcast=True)
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(acc_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(tl.float32), mask=mask)
+
+
+@triton.jit
+def _kv_narrow(acc_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc_ptr = acc_ptr.to(tl.pointer_type(tl.float32), bitcast=True)
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(acc_ptr + offs, mask=mask).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+"""
+
 
 #: the combine function of the infinity norm's tl.reduce: tl.max does not propagate NaN the way ATen's loop does
 #: (sums use tl.sum: the interpreter runs a custom combine function in Python, element by element)
@@ -210,7 +231,7 @@ def _kv_gather(x_ptr, idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "i
         raise RuntimeError("declined: shape or layout it was not written for")
     sizes = _pad(x.shape) + _pad(_strides(x)) + _pad(index.shape) + _pad(_strides(index))
     _kv_gather[(triton.cdiv(n, {block}),)](x, index, params, out, n, *sizes, RANK=x.dim(),
-                                            BLOCK={block}{launch_args(params)})
+                                            BLOCK={block}{launch_args(params, contract=False)})
 """
         return kernels, launcher
 
@@ -241,10 +262,13 @@ class TritonAtenScatter(_IndexRecipe):
         ok = active & (target >= 0) & (target < size)
         tl.store(out_ptr + bo + target * step, tl.full([BLOCK], {identity}, {ct}).to(out_ptr.dtype.element_ty),
                  mask=ok)"""
-        kernels = _COPY_KERNEL + self._scatter_kernel(ct, combine, value, reset)
+        # ATen combines 16-bit floats in float32 and rounds each output once (index_add: every step)
+        scratch = xt in ("bfloat16", "float16") and k.attrs.get("rounding", "once") == "once"
+        kernels = _COPY_KERNEL + (_SCRATCH_KERNELS if scratch else "") + self._scatter_kernel(ct, combine, value,
+                                                                                            reset, scratch)
         if reduce == "mean":
             kernels += "\n\n" + self._mean_kernel(ct, include_self)
-        return kernels, self._launcher(dtypes, const_src, reduce == "mean", params)
+        return kernels, self._launcher(dtypes, const_src, reduce == "mean", scratch, params)
 
     @staticmethod
     def _columns(src: bool) -> Callable[[int], list[str]]:
@@ -268,12 +292,13 @@ class TritonAtenScatter(_IndexRecipe):
             return lines
         return per_dim
 
-    def _scatter_kernel(self, ct: str, combine: str, value: str, reset: str) -> str:
+    def _scatter_kernel(self, ct: str, combine: str, value: str, reset: str, scratch: bool) -> str:
         src = "src_ptr" in value
+        widen = "    out_ptr = out_ptr.to(tl.pointer_type(tl.float32), bitcast=True)\n" if scratch else ""
         return f"""@triton.jit
 def _kv_scatter(idx_ptr, {"src_ptr, " if src else ""}p_ptr, out_ptr, {_args("xsh", "xst", "ish", "ist")},
                 {_args("ssh", "sst") + ", " if src else ""}RANK: tl.constexpr, BLOCK: tl.constexpr):
-    start = tl.program_id(0).to(tl.int64) * BLOCK
+{widen}    start = tl.program_id(0).to(tl.int64) * BLOCK
     q = start + tl.arange(0, BLOCK)
     dim = tl.load(p_ptr)
     from_src = tl.load(p_ptr + 1)
@@ -341,12 +366,17 @@ def _kv_scatter_mean(idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "is
 """
 
     @staticmethod
-    def _launcher(dtypes: list[str], const_src: bool, mean: bool, params: dict[str, Any]) -> str:
-        block, launch = params["BLOCK"], launch_args(params)
+    def _launcher(dtypes: list[str], const_src: bool, mean: bool, scratch: bool, params: dict[str, Any]) -> str:
+        block, launch = params["BLOCK"], launch_args(params, contract=False)
+        copies = (f"""
+    acc = out.new_empty((n, 2))
+    _kv_widen[(triton.cdiv(n, {block}),)](out, acc, n, BLOCK={block}{launch})""",
+                  f"""
+    _kv_narrow[(triton.cdiv(n, {block}),)](acc, out, n, BLOCK={block}{launch})""") if scratch else ("", "")
+        tensors = ("index, params, " if const_src else "index, src, params, ") + ("acc" if scratch else "out")
         src = "index" if const_src else "src"
         unpack = "x, index, params = inputs" if const_src else "x, index, src, params = inputs"
         geometry = "_pad(x.shape) + _pad(x.stride()) + _pad(index.shape) + _pad(_strides(index))"
-        tensors = "index, params, out" if const_src else "index, src, params, out"
         source_args = "" if const_src else " + _pad(src.shape) + _pad(src.stride())"
         mean_launch = "" if not mean else f"""
     _kv_scatter_mean[(triton.cdiv(n, {block}),)](index, params, out, n, *geometry, *_pad({src}.shape),
@@ -373,9 +403,9 @@ def _kv_scatter_mean(idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "is
     for size in domain:
         total *= size
     columns = total // min(domain)
-    geometry = {geometry}
+    geometry = {geometry}{copies[0]}
     _kv_scatter[(triton.cdiv(columns, {block}),)]({tensors}, *geometry{source_args}, RANK=rank,
-                                                  BLOCK={block}{launch}){mean_launch}
+                                                  BLOCK={block}{launch}){copies[1]}{mean_launch}
 """
 
 
@@ -463,7 +493,7 @@ def _kv_index_put(m_ptr, v_ptr, out_ptr, inner, positions, {_args("lead", "lvs",
 
     @staticmethod
     def _launcher(dtypes: list[str], mask: bool, params: dict[str, Any]) -> str:
-        block, launch = params["BLOCK"], launch_args(params)
+        block, launch = params["BLOCK"], launch_args(params, contract=False)
         count = len(dtypes) - 2
         if mask:
             lead = """    m = indices[0]
@@ -576,7 +606,7 @@ def _kv_embedding_bag({pointers}p_ptr, out_ptr, rows, D, n_idx, n_off, BLOCK: tl
 {"    acc = tl.where(used > 0, acc / tl.maximum(used, 1).to(tl.float32), acc)" if a["mode"] == "mean" else ""}
     tl.store(out_ptr + b * D + cols, acc.to(out_ptr.dtype.element_ty), mask=lanes)
 """
-        block, launch = params["BLOCK"], launch_args(params)
+        block, launch = params["BLOCK"], launch_args(params, contract=False)
         n_off = "inputs[2].numel()" if a["offsets"] else "0"
         launcher = f"""def kernel(inputs, outputs):
 {_checks(dtypes, repr((dtypes[0],)))}
@@ -675,7 +705,7 @@ def _kv_search({pointers}p_ptr, out_ptr, n, K, M, halvings, ONE_ROW: tl.constexp
         hi = tl.where(live & ~go_up, mid, hi)
     tl.store(out_ptr + offs, (lo - first).to(out_ptr.dtype.element_ty), mask=mask)
 """
-        block, launch = params["BLOCK"], launch_args(params)
+        block, launch = params["BLOCK"], launch_args(params, contract=False)
         if constant:
             values = """    if not one_row:
         raise RuntimeError("declined: a number searched in several rows")

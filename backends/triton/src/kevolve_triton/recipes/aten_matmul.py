@@ -237,7 +237,7 @@ def _gemm_host(inputs: tuple[tuple[str, str], ...], out_dtype: str, trans_b: boo
     batch_args, kept = _batch_layout(inputs, bshape)
     strides = [a.stride(nd - 2), a.stride(nd - 1), b.stride({b_k}), b.stride({b_n})] + c_strides
     _kv_gemm_kernel[(batch * tiles,)](*inputs, out, M, N, K, *strides, tiles_n, tiles, *batch_args, NB=kept,
-                                      BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k{launch_args(params)})
+                                      BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k{launch_args(params, contract=False)})
 """
 
 
@@ -441,7 +441,7 @@ def _attention_host(inputs: tuple[tuple[str, str], ...], out_dtype: str, a: dict
                v.stride(nd - 1)] + mask_strides
     _kv_attention_kernel[(triton.cdiv(tiles, tiles_per),)](
         *inputs, out, tiles, tiles_per, tiles_l, L, S, E, Ev, *strides, *batch_args, NB=kept, BLOCK_L=block_l,
-        BLOCK_S=block_s, BLOCK_E={params["BLOCK_E"]}, BLOCK_EV=max(16, _next_pow2(Ev)){launch_args(params)})
+        BLOCK_S=block_s, BLOCK_E={params["BLOCK_E"]}, BLOCK_EV=max(16, _next_pow2(Ev)){launch_args(params, contract=False)})
 """
 
 

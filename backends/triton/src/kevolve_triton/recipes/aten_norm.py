@@ -171,7 +171,7 @@ def _flat_launch(params: dict[str, Any], extent: str, lanes: str) -> str:
     lanes_, block = _tile({extent}, {params["TILE"]})
     lanes_ = min(lanes_, _pow2({lanes}))
     grid = (max(1, min(triton.cdiv({lanes}, lanes_), {params["MAX_PROGRAMS"]})),)
-    _kv_kernel[grid](*inputs, out, LANES=lanes_, BLOCK=block{launch_args(params)})"""
+    _kv_kernel[grid](*inputs, out, LANES=lanes_, BLOCK=block{launch_args(params, contract=False)})"""
 
 
 def _lane_loop(prologue: str, body: str) -> str:
@@ -474,7 +474,7 @@ def _kv_kernel({", ".join(f"{n}_ptr" for n in names)}, g_ptr, out_ptr, n, {", ".
         strides += [t.stride(dim) if t.shape[dim] != 1 else 0 for dim in range(rank - 1, -1, -1)] + [0] * len(pad)
     # a reduced loss is one program's deterministic sum; elementwise losses spread over the grid
     grid = (1 if out.numel() == 1 else max(1, min(triton.cdiv(n, {block}), {params["MAX_PROGRAMS"]})),)
-    _kv_kernel[grid](*inputs, out, n, *sizes, *strides, RANK=rank, BLOCK={block}{launch_args(params)})"""
+    _kv_kernel[grid](*inputs, out, n, *sizes, *strides, RANK=rank, BLOCK={block}{launch_args(params, contract=False)})"""
 
 
 # -- cross entropy ----------------------------------------------------------------------------------------------
@@ -590,7 +590,7 @@ def _kv_kernel({pointers}, g_ptr, out_ptr, LANES: tl.constexpr, BLOCK: tl.conste
     positions = max(1, x.numel() // max(1, classes))
     lanes_ = min(lanes_, _pow2(positions))
     grid = (1 if out.numel() == 1 else max(1, min(triton.cdiv(positions, lanes_), {params["MAX_PROGRAMS"]})),)
-    _kv_kernel[grid](*inputs, out, LANES=lanes_, BLOCK=block{launch_args(params)})"""
+    _kv_kernel[grid](*inputs, out, LANES=lanes_, BLOCK=block{launch_args(params, contract=False)})"""
 
 
 RECIPES = [TritonAtenSoftmax(), TritonAtenNorm(), TritonAtenLoss(), TritonAtenCrossEntropy()]

@@ -504,7 +504,7 @@ def kernel(inputs, outputs):
     ci = min(block, 1024 if budget > 8192 else 256)
     _kv_lines[(lines,)](x, prm, {val_arg}, {idx_arg}, length, inner, x.stride(0), x.stride(1), x.stride(2),
                         VALUES={values}, B=block, CI=ci, CJ=min(block, max(1, budget // ci)),
-                        CK=max(1, min(block, budget // block)), STACK=64{launch_args(params)})
+                        CK=max(1, min(block, budget // block)), STACK=64{launch_args(params, contract=False)})
 '''
 
 
@@ -727,7 +727,7 @@ def kernel(inputs, outputs):
             or _dtype_name(out) != "{k.outputs[0]}" or prm.dim() != 1:
         raise RuntimeError("declined: dtype")
     n = out.numel()
-{_EMPTY if many else ""}{_move_launch(k.layout, block, launch_args(params))}
+{_EMPTY if many else ""}{_move_launch(k.layout, block, launch_args(params, contract=False))}
 '''
 
 

@@ -131,7 +131,7 @@ def _launcher(layout: str, sources: tuple[tuple[str, str], ...], out_dtype: str,
     """The host function the runner calls: argument checks (a mismatch declines), sizes and strides, launch."""
     dtypes = repr(tuple(dt for _, dt in sources))
     block = params["BLOCK"]
-    launch = launch_args(params)
+    launch = launch_args(params, contract=False)
     if layout == "broadcast":
         prepare = f"""    sizes, strides = _broadcast_layout(inputs, out)
     flat = [s for row in strides for s in row]

@@ -194,9 +194,13 @@ def reduce_body(op: str, attrs: dict[str, Any]) -> Reduction:
     if op in ("sum", "mean"):
         return Reduction((_accumulate("v"),), ("res" if op == "sum" else "res / R",), wide=True)
     if op == "prod":
+        # the lanes multiplied in order, one at a time (a lane picked exactly: -0.0 is the identity of +), not
+        # by tl.cumprod: the GPU's scan multiplies in a tree, and where a bfloat16 row's float product
+        # overflows, 0 * inf (NaN) or not depends on the order (the interpreter's order is ATen's here)
         return Reduction((Pass((f"acc = tl.full({_TILE}, 1.0, ACC)",), ("acc *= v",),
-                               ("acc = tl.cumprod(acc, axis=1)",
-                                "res = tl.sum(tl.where(cols == BLOCK_N - 1, acc, 0.0), axis=1)"), "1.0"),),
+                               ("res = tl.full([BLOCK_M], 1.0, ACC)",
+                                "for lane in range(0, BLOCK_N):",
+                                "    res *= tl.sum(tl.where(cols == lane, acc, -0.0), axis=1)"), "1.0"),),
                          ("res",), wide=True)
     if op in ("all", "any"):
         # all: no zero among the elements (NaN is non-zero); any: some non-zero
@@ -397,7 +401,7 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
 {empty}    block_n = min(_pow2(R), 1024, {params["BLOCK"]})
     block_m = max(1, {params["BLOCK"]} // block_n)
     grid = (triton.cdiv(outer, block_m),)
-    _kv_reduce_kernel[grid](x{outs}, outer, R, BLOCK_M=block_m, BLOCK_N=block_n{launch_args(params)})
+    _kv_reduce_kernel[grid](x{outs}, outer, R, BLOCK_M=block_m, BLOCK_N=block_n{launch_args(params, contract=False)})
 """
 
 
@@ -414,7 +418,7 @@ def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
     block_i = min(_pow2(inner), {block})
     n_iblocks = triton.cdiv(inner, block_i)
     grid = (outer * n_iblocks,)
-    _kv_scan_kernel[grid](x{outs}, L, inner, n_iblocks, BLOCK_I=block_i{launch_args(params)})
+    _kv_scan_kernel[grid](x{outs}, L, inner, n_iblocks, BLOCK_I=block_i{launch_args(params, contract=False)})
 """
 
 

@@ -109,9 +109,13 @@ def launch_params(facts: MachineFacts, family: str) -> list[Param]:
     return params
 
 
-def launch_args(params: dict[str, Any]) -> str:
-    """The launch keywords of a parameter point, to append to a kernel launch's argument list."""
-    return "".join(f", {name}={params[name]!r}" for name in LAUNCH_OPTIONS if name in params)
+def launch_args(params: dict[str, Any], *, contract: bool = True) -> str:
+    """The launch keywords of a parameter point, to append to a kernel launch's argument list. ``contract``
+    False compiles without fusing ``a * b + c`` into one multiply-add: the ATen conformance kernels do, because
+    their reference (ATen's CPU loops, like the interpreter) rounds the product, and where the sum cancels a
+    fused result lands ulps away (bfloat16 binary_cross_entropy_with_logits on the H100)."""
+    fusion = "" if contract else ", enable_fp_fusion=False"
+    return "".join(f", {name}={params[name]!r}" for name in LAUNCH_OPTIONS if name in params) + fusion
 
 
 def warp_size(facts: MachineFacts) -> int:
