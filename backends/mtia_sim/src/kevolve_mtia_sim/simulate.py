@@ -38,6 +38,7 @@ def simulate_file(workdir: Path, task_name: str = TASK) -> dict[str, Any]:
     from kevolve.backend.runner import load_kernel_module
     from kevolve.plugins import adopt_bootstrap
     from kevolve.problems.problem import problem_from_spec
+    from kevolve_triton.capture import require_launch
     from kevolve_triton.runner import _widen_bf16_dots
 
     from kevolve_mtia_sim import engine
@@ -52,8 +53,7 @@ def simulate_file(workdir: Path, task_name: str = TASK) -> dict[str, Any]:
     _widen_bf16_dots()
     _, kernel = load_kernel_module(str(workdir / "kernel.py"))
     launches, grids = trace_kernel(kernel, inputs, outputs, chip)
-    if not launches:
-        raise ValueError("the kernel file's `kernel(inputs, outputs)` launched no @triton.jit function")
+    require_launch(launches, outputs)
     result = engine.run(chip.params, launches)
     _write(workdir / ACCOUNTS, json.dumps({"grids": grids, "launches": launches}))
     return {"result": result, "grids": grids, "native": engine.native() is not None,
