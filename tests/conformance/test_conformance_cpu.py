@@ -190,3 +190,24 @@ def test_float32_answer_is_the_alternative_of_a_bfloat16_sample_where_they_diffe
     assert torch.equal(wide, exact.bfloat16()) and not torch.equal(wide, case.expected[0])
     entry = next(e for e in db if e.name == "abs")
     assert not sm._case(OPS["abs"], entry, "t", SampleInput(x), torch.bfloat16).alternatives
+
+
+def test_samples_are_judged_in_batches_of_isolated_workers(db, cpu, monkeypatch):
+    # each batch is a worker of its own with the whole time limit; the outcomes land on their own samples
+    from kevolve.conformance import run as conformance_run
+    from kevolve.harness import isolation
+
+    whole = check_op("where", cpu, None, db)
+    calls = []
+    original = isolation.run_isolated
+
+    def counted(task, **kwargs):
+        calls.append(len(task["cases"]))
+        return original(task, **kwargs)
+
+    monkeypatch.setattr(isolation, "run_isolated", counted)
+    monkeypatch.setattr(conformance_run, "SAMPLES_PER_WORKER", 3)
+    batched = check_op("where", cpu, None, db)
+    assert calls and max(calls) == 3 and sum(calls) == batched.total - len(batched.declined)
+    assert [(s.label, s.status, s.worst) for s in batched.samples] == [(s.label, s.status, s.worst)
+                                                                        for s in whole.samples]

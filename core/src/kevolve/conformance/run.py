@@ -33,6 +33,9 @@ from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
 CHECK_VERSION = 6
+#: samples judged per isolated worker, each batch with the whole time limit: a slow op (sort through the
+#: interpreter, about 5 s a sample) stays far from the limit on a loaded machine
+SAMPLES_PER_WORKER = 32
 
 
 @dataclass
@@ -317,21 +320,23 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
             broken[key] = "rejected: calls external code to compute: " + ", ".join(build.foreign_calls[:8])
             continue
         builds[key] = asdict(build)
-    # run the runnable cases in one isolated worker
+    # run the runnable cases in isolated workers, SAMPLES_PER_WORKER at a time
     runnable = [(i, c) for i, c in enumerate(drawn.cases) if not c.declined and c.kernel_key() in builds]
     outcomes: dict[int, dict] = {}
-    if runnable:
+    for start in range(0, len(runnable), SAMPLES_PER_WORKER):
+        batch = runnable[start:start + SAMPLES_PER_WORKER]
+        keys = {c.kernel_key() for _, c in batch}
         task = {"entry": "kevolve.conformance.worker:run", "target": registered.spec.name,
-                "bootstrap": worker_bootstrap(), "builds": builds,
+                "bootstrap": worker_bootstrap(), "builds": {k: b for k, b in builds.items() if k in keys},
                 "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected,
-                           "alternatives": c.alternatives} for _, c in runnable]}
+                           "alternatives": c.alternatives} for _, c in batch]}
         raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=config.memory_limit_bytes,
                            env=registered.backend.worker_env(registered.spec))
         if "outcomes" in raw:
-            outcomes = {i: o for (i, _), o in zip(runnable, raw["outcomes"])}
+            outcomes.update({i: o for (i, _), o in zip(batch, raw["outcomes"])})
         else:
             reason = f"worker {raw.get('status')}: {raw.get('reason', '')}"
-            outcomes = {i: {"status": FAILED, "reason": reason, "worst": math.inf} for i, _ in runnable}
+            outcomes.update({i: {"status": FAILED, "reason": reason, "worst": math.inf} for i, _ in batch})
             result.error = reason
     for i, case in enumerate(drawn.cases):
         if case.declined:
