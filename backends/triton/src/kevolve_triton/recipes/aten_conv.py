@@ -227,13 +227,9 @@ class TritonAtenConv(_AtenConvRecipe):
 
 # --- pool ---------------------------------------------------------------------------------------------------------
 
-_MAX_POOL_DEVICE = """@triton.jit
-def _kv_max_pool_kernel(x_ptr, p_ptr, out_ptr, idx_ptr, total, H, W, OH, OW, HAS_INDEX: tl.constexpr,
-                        BLOCK: tl.constexpr):
-    # params: [kh, kw, sh, sw, ph, pw, dh, dw]; PyTorch's cpu_max_pool: the window clipped to the input (its start
-    # stepped in by dilations), the maximum taken on > or NaN (so the last NaN wins), the index within the plane
-{offsets}
-    ow = offs % OW
+#: both pooling kernels: the output element's plane and position, and the window's size, stride and padding
+#: (params[0:6])
+_POOL_WINDOW = """    ow = offs % OW
     rest = offs // OW
     oh = rest % OH
     plane = rest // OH
@@ -242,7 +238,15 @@ def _kv_max_pool_kernel(x_ptr, p_ptr, out_ptr, idx_ptr, total, H, W, OH, OW, HAS
     sh = tl.load(p_ptr + 2)
     sw = tl.load(p_ptr + 3)
     ph = tl.load(p_ptr + 4)
-    pw = tl.load(p_ptr + 5)
+    pw = tl.load(p_ptr + 5)"""
+
+_MAX_POOL_DEVICE = """@triton.jit
+def _kv_max_pool_kernel(x_ptr, p_ptr, out_ptr, idx_ptr, total, H, W, OH, OW, HAS_INDEX: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    # params: [kh, kw, sh, sw, ph, pw, dh, dw]; PyTorch's cpu_max_pool: the window clipped to the input (its start
+    # stepped in by dilations), the maximum taken on > or NaN (so the last NaN wins), the index within the plane
+{offsets}
+{window}
     dh = tl.load(p_ptr + 6)
     dw = tl.load(p_ptr + 7)
     ih0 = oh * sh - ph
@@ -272,16 +276,7 @@ def _kv_avg_pool_kernel(x_ptr, p_ptr, out_ptr, total, H, W, OH, OW, BLOCK: tl.co
     # params: [kh, kw, sh, sw, ph, pw, count_include_pad, divisor_override]; PyTorch's cpu_avg_pool2d: the pool
     # size counts the padding inside the padded input, the sum only the input; an empty window gives 0
 {offsets}
-    ow = offs % OW
-    rest = offs // OW
-    oh = rest % OH
-    plane = rest // OH
-    kh = tl.load(p_ptr + 0)
-    kw = tl.load(p_ptr + 1)
-    sh = tl.load(p_ptr + 2)
-    sw = tl.load(p_ptr + 3)
-    ph = tl.load(p_ptr + 4)
-    pw = tl.load(p_ptr + 5)
+{window}
     include_pad = tl.load(p_ptr + 6)
     divisor_override = tl.load(p_ptr + 7)
     ih0 = oh * sh - ph
@@ -326,7 +321,7 @@ class TritonAtenPool(_AtenConvRecipe):
 
     def device(self, k: KernelSpec) -> str:
         source = _MAX_POOL_DEVICE if self._op(k) == "max_pool2d" else _AVG_POOL_DEVICE
-        return source.format(offsets=_flat_offsets())
+        return source.format(offsets=_flat_offsets(), window=_POOL_WINDOW)
 
     def launcher(self, k: KernelSpec, params: dict[str, Any]) -> str:
         if self._op(k) == "max_pool2d":
