@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import torch
 from kevolve.plugins import get_manager
 
 
@@ -13,3 +16,18 @@ def usable_target(name: str):
     if not ok:
         pytest.skip(why)
     return registered
+
+
+class HandEntry:
+    """A one-op OpInfo stand-in: the given samples (the two larger random ones are added by the draw), judged
+    against the given reference."""
+
+    def __init__(self, name: str, op: Any, samples: list[Any]) -> None:
+        self.name, self.variant_test_name, self.op, self.samples = name, "", op, samples
+        self.domain = (None, None)
+
+    def supported_dtypes(self, device: str) -> set[torch.dtype]:
+        return {torch.float32}
+
+    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[Any]:
+        return list(self.samples)

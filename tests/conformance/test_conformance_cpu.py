@@ -18,8 +18,8 @@ pytest.importorskip("expecttest")
 
 from kevolve.cli import main
 from kevolve.conformance import OPS, SUITE, SUITE_GROUPS
-from kevolve.conformance.cli import parse_ops
 from kevolve.conformance import samples as sm
+from kevolve.conformance.cli import parse_ops
 from kevolve.conformance.run import ResultCache, check_op
 from kevolve.synthesis import expr as E
 

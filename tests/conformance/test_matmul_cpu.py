@@ -14,25 +14,13 @@ import torch
 
 pytest.importorskip("expecttest")
 
+from conformance_helpers import HandEntry
 from kevolve.conformance import OPS
 from kevolve.conformance.ops.matmul import _prep_sdpa
 from kevolve.conformance.run import ResultCache, check_op
 
 SDPA = "nn.functional.scaled_dot_product_attention"
 
-
-class _Entry:
-    """A one-op OpInfo stand-in: the given samples, judged against the given reference."""
-
-    def __init__(self, name: str, op: Any, samples: list[Any]) -> None:
-        self.name, self.variant_test_name, self.op, self.samples = name, "", op, samples
-        self.domain = (None, None)
-
-    def supported_dtypes(self, device: str) -> set[torch.dtype]:
-        return {torch.float32}
-
-    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[Any]:
-        return list(self.samples)
 
 
 @pytest.mark.parametrize(("op", "total"), [("addmm", 14), ("matmul", 17), (SDPA, 27)])
@@ -58,10 +46,10 @@ def test_hand_computed_addmm_and_a_wrong_reference(cpu):
     def reference(shift: float) -> Any:  # the hand values for the two samples, PyTorch for the larger ones
         return lambda x, *args, **kwargs: refs[id(x)] + shift if id(x) in refs else torch.addmm(x, *args, **kwargs)
 
-    result = check_op("addmm", cpu, None, [_Entry("addmm", reference(0.0), samples)])
+    result = check_op("addmm", cpu, None, [HandEntry("addmm", reference(0.0), samples)])
     assert (result.passed, result.total) == (4, 4)
     assert [s.worst for s in result.samples[:2]] == [0.0, 0.0]
-    result = check_op("addmm", cpu, None, [_Entry("addmm", reference(1.0), samples)])
+    result = check_op("addmm", cpu, None, [HandEntry("addmm", reference(1.0), samples)])
     assert result.passed == 2 and [s.label[:7] for s in result.failed] == ["addmm#0", "addmm#1"]
     assert all("differ from the reference" in s.reason for s in result.failed)
 

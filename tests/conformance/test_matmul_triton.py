@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
+from conformance_helpers import HandEntry, usable_target
 from kevolve.conformance import OPS
 from kevolve.conformance.ops.matmul import _prep_sdpa
 from kevolve.conformance.run import ResultCache, check_op
@@ -24,27 +24,14 @@ from kevolve.conformance.run import ResultCache, check_op
 SDPA = "nn.functional.scaled_dot_product_attention"
 
 
-class _Entry:
-    """A one-op OpInfo stand-in: the given samples, judged against the given reference."""
 
-    def __init__(self, name: str, op: Any, samples: list[Any]) -> None:
-        self.name, self.variant_test_name, self.op, self.samples = name, "", op, samples
-        self.domain = (None, None)
-
-    def supported_dtypes(self, device: str) -> set[torch.dtype]:
-        return {torch.float32}
-
-    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[Any]:
-        return list(self.samples)
-
-
-def _attention_entry(db: list[Any], picks: tuple[int, ...], extra: list[Any]) -> _Entry:
+def _attention_entry(db: list[Any], picks: tuple[int, ...], extra: list[Any]) -> HandEntry:
     """Some of attention's OpInfo samples (the whole set takes minutes in the interpreter) plus ``extra``, judged
     by the OpInfo's own op (which seeds the generator dropout draws from)."""
     entry = next(e for e in db if e.name == SDPA)
     torch.manual_seed(0)
     samples = list(entry.sample_inputs("cpu", torch.float32))
-    return _Entry(SDPA, entry.op, [samples[i] for i in picks] + extra)
+    return HandEntry(SDPA, entry.op, [samples[i] for i in picks] + extra)
 
 
 def _long_keys() -> Any:
@@ -107,9 +94,9 @@ def test_hand_computed_addmm_and_a_wrong_reference():
         return lambda x, *args, **kwargs: refs[id(x)] + shift if id(x) in refs else torch.addmm(x, *args, **kwargs)
 
     target = usable_target("nvidia_h100")
-    result = check_op("addmm", target, None, [_Entry("addmm", reference(0.0), samples)])
+    result = check_op("addmm", target, None, [HandEntry("addmm", reference(0.0), samples)])
     assert (result.passed, result.total) == (4, 4)
     assert [s.worst for s in result.samples[:2]] == [0.0, 0.0]
-    result = check_op("addmm", target, None, [_Entry("addmm", reference(1.0), samples)])
+    result = check_op("addmm", target, None, [HandEntry("addmm", reference(1.0), samples)])
     assert result.passed == 2 and [s.label[:7] for s in result.failed] == ["addmm#0", "addmm#1"]
     assert all("differ from the reference" in s.reason for s in result.failed)

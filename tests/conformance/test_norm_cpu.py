@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 pytest.importorskip("expecttest")
 
+from conformance_helpers import HandEntry
 from kevolve.conformance import OPS
 from kevolve.conformance import samples as sm
 from kevolve.conformance.run import ResultCache, check_op
@@ -49,22 +50,9 @@ def test_a_wrong_kernel_is_reported_failing(db, cpu, tmp_path):
     assert all(s.status == "passed" for s in result.samples if "(tensor(), 0" in s.label)
 
 
-class _Entry:
-    """A stand-in OpInfo entry: hand-built samples, and a reference that may be a hand-computed answer."""
-
-    def __init__(self, name: str, op: Any, samples: list[SampleInput]) -> None:
-        self.name, self.op, self.samples, self.variant_test_name = name, op, samples, ""
-        self.domain = (None, None)
-
-    def supported_dtypes(self, device: str) -> set[torch.dtype]:
-        return {torch.float32}
-
-    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[SampleInput]:
-        return self.samples
-
 
 def _check(cpu, name: str, op: Any, samples: list[SampleInput]) -> None:
-    result = check_op(name, cpu, None, [_Entry(name, op, samples)])
+    result = check_op(name, cpu, None, [HandEntry(name, op, samples)])
     assert result.passed == result.total == len(samples) + 2, [(s.label, s.reason) for s in result.samples
                                                                if s.status != "passed"]
 

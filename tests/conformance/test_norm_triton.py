@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ import torch.nn.functional as F
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
+from conformance_helpers import HandEntry, usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
@@ -60,19 +59,6 @@ def test_a_wrong_kernel_is_reported_failing(db, tmp_path):
     assert 1.0 < result.worst
 
 
-class _Entry:
-    """A stand-in OpInfo entry: hand-built samples of one op (the two larger random ones are added)."""
-
-    def __init__(self, name: str, op: Any, samples: list[SampleInput]) -> None:
-        self.name, self.op, self.samples, self.variant_test_name = name, op, samples, ""
-        self.domain = (None, None)
-
-    def supported_dtypes(self, device: str) -> set[torch.dtype]:
-        return {torch.float32}
-
-    def sample_inputs(self, device: str, dtype: torch.dtype) -> list[SampleInput]:
-        return self.samples
-
 
 @pytest.mark.filterwarnings("ignore:Using a target size")
 def test_arguments_the_opinfo_samples_leave_out():
@@ -95,7 +81,7 @@ def test_arguments_the_opinfo_samples_leave_out():
         ]),
     }
     for name, (op, samples) in cases.items():
-        result = check_op(name, nvidia, None, [_Entry(name, op, samples)])
+        result = check_op(name, nvidia, None, [HandEntry(name, op, samples)])
         assert result.passed == result.total == len(samples) + 2, [(s.label, s.reason) for s in result.samples
                                                                    if s.status != "passed"]
 
