@@ -31,3 +31,26 @@ class HandEntry:
 
     def sample_inputs(self, device: str, dtype: torch.dtype) -> list[Any]:
         return list(self.samples)
+
+
+#: scatter / scatter_reduce along dim 0 of a 2x3 input, worked out by hand: (reduce, include_self, expected)
+SCATTER_BY_HAND = [
+    ("none", True, [[30.0, 20.0, 7.0], [-1.0, 10.0, 7.0]]),  # the last write along dim 0 wins
+    ("sum", True, [[47.0, 47.0, 7.0], [6.0, 17.0, 7.0]]),
+    ("mean", False, [[20.0, 20.0, 7.0], [-1.0, 10.0, 7.0]]),  # untouched elements keep the input
+    ("amax", False, [[30.0, float("nan"), 7.0], [-1.0, 10.0, 7.0]]),  # NaN from the source propagates
+]
+
+
+def check_scatter_by_hand(kernel: Any, reduce: str, include_self: bool, expected: list) -> None:
+    """A scatter kernel's answer on the hand-worked case, and PyTorch's agreeing with it."""
+    x = torch.full((2, 3), 7.0)
+    index = torch.tensor([[0, 0], [0, 1], [1, 0]])  # column 0: targets 0, 0, 1; column 1: targets 0, 1, 0
+    src = torch.tensor([[10.0, 20.0], [30.0, 10.0], [-1.0, float("nan") if reduce == "amax" else 20.0]])
+    params = torch.tensor([0, 0], dtype=torch.int64)  # dim 0, one update per index element
+    out = torch.full((2, 3), -123.0)
+    kernel([x, index, src, params], [out])
+    torch.testing.assert_close(out, torch.tensor(expected), equal_nan=True)
+    reference = x.scatter(0, index, src) if reduce == "none" else \
+        x.scatter_reduce(0, index, src, reduce, include_self=include_self)
+    torch.testing.assert_close(reference, torch.tensor(expected), equal_nan=True)

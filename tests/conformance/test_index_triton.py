@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
+from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand, usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
@@ -72,25 +72,9 @@ def _scatter_kernel(tmp_path, monkeypatch, reduce: str, include_self: bool):
     return load_kernel_module(str(path))[1]
 
 
-@pytest.mark.parametrize(("reduce", "include_self", "expected"), [
-    ("none", True, [[30.0, 20.0, 7.0], [-1.0, 10.0, 7.0]]),  # the last write along dim 0 wins
-    ("sum", True, [[47.0, 47.0, 7.0], [6.0, 17.0, 7.0]]),
-    ("mean", False, [[20.0, 20.0, 7.0], [-1.0, 10.0, 7.0]]),  # untouched elements keep the input
-    ("amax", False, [[30.0, float("nan"), 7.0], [-1.0, 10.0, 7.0]]),  # NaN from the source propagates
-])
+@pytest.mark.parametrize(("reduce", "include_self", "expected"), SCATTER_BY_HAND)
 def test_scatter_by_hand(tmp_path, monkeypatch, reduce, include_self, expected):
-    x = torch.full((2, 3), 7.0)
-    index = torch.tensor([[0, 0], [0, 1], [1, 0]])  # column 0: targets 0, 0, 1; column 1: targets 0, 1, 0
-    src = torch.tensor([[10.0, 20.0], [30.0, 10.0], [-1.0, float("nan") if reduce == "amax" else 20.0]])
-    params = torch.tensor([0, 0], dtype=torch.int64)  # dim 0, one update per index element
-    out = torch.full((2, 3), -123.0)
-    kernel = _scatter_kernel(tmp_path, monkeypatch, reduce, include_self)
-    kernel([x, index, src, params], [out])
-    torch.testing.assert_close(out, torch.tensor(expected), equal_nan=True)
-    # and PyTorch agrees with the written-out answer
-    reference = x.scatter(0, index, src) if reduce == "none" else \
-        x.scatter_reduce(0, index, src, reduce, include_self=include_self)
-    torch.testing.assert_close(reference, torch.tensor(expected), equal_nan=True)
+    check_scatter_by_hand(_scatter_kernel(tmp_path, monkeypatch, reduce, include_self), reduce, include_self, expected)
 
 
 def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch):
