@@ -54,3 +54,27 @@ def check_scatter_by_hand(kernel: Any, reduce: str, include_self: bool, expected
     reference = x.scatter(0, index, src) if reduce == "none" else \
         x.scatter_reduce(0, index, src, reduce, include_self=include_self)
     torch.testing.assert_close(reference, torch.tensor(expected), equal_nan=True)
+
+
+def compile_ahead(source: str, path: Any, case: Any) -> list[str]:
+    """Compile every launch of a kernel file for sm_90 and gfx942 (no device needed), as the toolchain's AOT
+    step does; returns the targets compiled."""
+    import os
+
+    import triton
+    from kevolve.backend.runner import load_kernel_module
+    from kevolve_triton.capture import capture_launches
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    path.write_text(source)
+    os.environ.pop("TRITON_INTERPRET", None)
+    _, kernel = load_kernel_module(str(path))
+    outputs = [torch.empty_like(t) for t in case.expected]
+    compiled = []
+    for launch in capture_launches(kernel, case.inputs, outputs):
+        for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
+            source_ = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
+            triton.compile(source_, target=target, options=launch.options)
+            compiled.append(f"{target.backend}:{target.arch}")
+    return compiled

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import pytest
 import torch
@@ -18,7 +17,7 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
+from conformance_helpers import compile_ahead, usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.cli import main
 from kevolve.conformance import OPS
@@ -161,26 +160,6 @@ def test_other_triton_targets_pass_every_sample(capsys, store, target):
         assert r["samples_passed"] == r["samples_total"] > 0 and r["samples_declined"] == 0 and not r["cached"]
 
 
-def _compile_ahead(source: str, path, case) -> list[str]:
-    """Compile every launch of a kernel file for sm_90 and gfx942 (no device needed), as the toolchain's AOT
-    step does; returns the targets compiled."""
-    import triton
-    from kevolve_triton.capture import capture_launches
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    path.write_text(source)
-    os.environ.pop("TRITON_INTERPRET", None)
-    _, kernel = load_kernel_module(str(path))
-    outputs = [torch.empty_like(t) for t in case.expected]
-    compiled = []
-    for launch in capture_launches(kernel, case.inputs, outputs):
-        for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
-            source_ = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
-            triton.compile(source_, target=target, options=launch.options)
-            compiled.append(f"{target.backend}:{target.arch}")
-    return compiled
-
 
 def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch):
     nvidia = usable_target("nvidia_h100")
@@ -189,7 +168,7 @@ def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkey
         case = next(c for c in draw(OPS[op], op, db).cases if not c.declined and "large" in c.label)
         source, language, why = synthesize(nvidia, kernel_spec(case))
         assert language == "triton" and not why
-        assert _compile_ahead(source, tmp_path / f"{op}.py", case) == ["cuda:90", "hip:gfx942"]
+        assert compile_ahead(source, tmp_path / f"{op}.py", case) == ["cuda:90", "hip:gfx942"]
 
 
 @pytest.mark.bfloat16

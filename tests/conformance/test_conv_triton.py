@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import pytest
-import torch
 
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
-from kevolve.backend.runner import load_kernel_module
+from conformance_helpers import compile_ahead, usable_target
 from kevolve.cli import main
 from kevolve.conformance import OPS
 from kevolve.conformance.run import check_op, kernel_spec, synthesize
@@ -75,26 +72,6 @@ def test_a_wrong_divisor_fails_with_its_worst_error(db, monkeypatch):
     assert all("differ from the reference" in s.reason for s in result.failed)
 
 
-def _compile_ahead(source: str, path, case) -> list[str]:
-    """Compile every launch of a kernel file for sm_90 and gfx942 (no device needed), as the toolchain's AOT
-    step does; returns the targets compiled."""
-    import triton
-    from kevolve_triton.capture import capture_launches
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    path.write_text(source)
-    os.environ.pop("TRITON_INTERPRET", None)
-    _, kernel = load_kernel_module(str(path))
-    outputs = [torch.empty_like(t) for t in case.expected]
-    compiled = []
-    for launch in capture_launches(kernel, case.inputs, outputs):
-        for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
-            source_ = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
-            triton.compile(source_, target=target, options=launch.options)
-            compiled.append(f"{target.backend}:{target.arch}")
-    return compiled
-
 
 @pytest.mark.parametrize("op, label", [
     ("nn.functional.conv_transpose2d", "large"),
@@ -111,4 +88,4 @@ def test_every_kernel_kind_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monk
     source, language, why = synthesize(nvidia, kernel_spec(case))
     assert language == "triton" and not why
     assert "libdevice" not in source and "torch" not in source
-    assert _compile_ahead(source, tmp_path / "kernel.py", case) == ["cuda:90", "hip:gfx942"]
+    assert compile_ahead(source, tmp_path / "kernel.py", case) == ["cuda:90", "hip:gfx942"]
