@@ -78,3 +78,14 @@ def compile_ahead(source: str, path: Any, case: Any) -> list[str]:
             triton.compile(source_, target=target, options=launch.options)
             compiled.append(f"{target.backend}:{target.arch}")
     return compiled
+
+
+def tied(shape: tuple[int, ...]) -> torch.Tensor:
+    """Few distinct values, NaN, infinity and both zeros: most sort keys tie."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randint(-3, 4, shape, generator=gen).float()
+    pick = torch.rand(shape, generator=gen)
+    x[pick < 0.1] = float("nan")
+    x[(pick > 0.1) & (pick < 0.2)] = -0.0
+    x[(pick > 0.2) & (pick < 0.25)] = float("inf")
+    return x

@@ -1,7 +1,8 @@
 """ATen conformance on the CPU target for matrix products and attention: the batched GEMM (addmm with its
 broadcast input and the beta=0 rule, matmul's 1-D and broadcast batch cases) and scaled dot-product attention
 (masks, causal, grouped-query heads, dropout drawn from the seeded generator), on every OpInfo sample; a
-hand-computed product; dropout with the wrong seed reported failing.
+hand-computed product and a wrong reference (on cpu and, through the interpreter, nvidia_h100); dropout with
+the wrong seed reported failing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 
 pytest.importorskip("expecttest")
 
-from conformance_helpers import HandEntry
+from conformance_helpers import HandEntry, usable_target
 from kevolve.conformance import OPS
 from kevolve.conformance.ops.matmul import _prep_sdpa
 from kevolve.conformance.run import ResultCache, check_op
@@ -33,7 +34,8 @@ def test_every_sample_passes(db, cpu, tmp_path, op, total):
     assert sum(s.label.split(":")[-1].startswith("large") for s in result.samples) == 2
 
 
-def test_hand_computed_addmm_and_a_wrong_reference(cpu):
+@pytest.mark.parametrize("target_name", ["cpu", "nvidia_h100"])
+def test_hand_computed_addmm_and_a_wrong_reference(target_name):
     from torch.testing._internal.opinfo.core import SampleInput
 
     a, b = torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([[5.0, 6.0], [7.0, 8.0]])
@@ -46,10 +48,11 @@ def test_hand_computed_addmm_and_a_wrong_reference(cpu):
     def reference(shift: float) -> Any:  # the hand values for the two samples, PyTorch for the larger ones
         return lambda x, *args, **kwargs: refs[id(x)] + shift if id(x) in refs else torch.addmm(x, *args, **kwargs)
 
-    result = check_op("addmm", cpu, None, [HandEntry("addmm", reference(0.0), samples)])
+    target = usable_target(target_name)
+    result = check_op("addmm", target, None, [HandEntry("addmm", reference(0.0), samples)])
     assert (result.passed, result.total) == (4, 4)
     assert [s.worst for s in result.samples[:2]] == [0.0, 0.0]
-    result = check_op("addmm", cpu, None, [HandEntry("addmm", reference(1.0), samples)])
+    result = check_op("addmm", target, None, [HandEntry("addmm", reference(1.0), samples)])
     assert result.passed == 2 and [s.label[:7] for s in result.failed] == ["addmm#0", "addmm#1"]
     assert all("differ from the reference" in s.reason for s in result.failed)
 

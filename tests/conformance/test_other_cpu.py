@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
 
 pytest.importorskip("expecttest")
 
+from conformance_helpers import tied
 from kevolve.conformance import OPS
 from kevolve.conformance.ops import other
 from kevolve.conformance.run import ResultCache, check_op
@@ -28,21 +28,11 @@ def test_every_sample_passes(db, cpu, tmp_path, op, total):
     assert len(result.kernels) == (3 if op == "cat" else 1)  # cat: one per number of tensors (1, 2, 3)
 
 
-def _tied(shape: tuple[int, ...]) -> torch.Tensor:
-    """Few distinct values, NaN, infinity and both zeros: most keys tie."""
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randint(-3, 4, shape, generator=gen).float()
-    pick = torch.rand(shape, generator=gen)
-    x[pick < 0.1] = float("nan")
-    x[(pick > 0.1) & (pick < 0.2)] = -0.0
-    x[(pick > 0.2) & (pick < 0.25)] = float("inf")
-    return x
-
 
 def test_ties_come_out_in_pytorchs_order(db, cpu):
     # topk along a middle dimension, unsorted, large k (ATen's nth_element path): indices match exactly
     spec = dataclasses.replace(OPS["topk"], large_shapes=((40, 100, 3),),
-                               large=lambda shape, make: (_tied(shape), (30, 1, True, False), {}))
+                               large=lambda shape, make: (tied(shape), (30, 1, True, False), {}))
     result = check_op("topk", cpu, None, db, spec_override=spec)
     assert result.samples[-1].label.endswith("large(40, 100, 3)")
     assert result.ok and result.passed == result.total == 15
@@ -51,7 +41,7 @@ def test_ties_come_out_in_pytorchs_order(db, cpu):
 def test_subtly_wrong_kernels_fail(db, cpu):
     # a stable sort where PyTorch's default is not: the tied large sample tells them apart
     stable = dataclasses.replace(OPS["sort"], large_shapes=((64, 300),),
-                                 large=lambda shape, make: (_tied(shape), (), {"descending": True}),
+                                 large=lambda shape, make: (tied(shape), (), {"descending": True}),
                                  prepare=lambda t, a: other._SORT_PREPARE(t, {**a, "stable": True}))
     result = check_op("sort", cpu, None, db, spec_override=stable)
     assert [s.label for s in result.failed] == ["sort:large(64, 300)"]

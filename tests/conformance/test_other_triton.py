@@ -11,25 +11,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
 
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
+from conformance_helpers import tied, usable_target
 from kevolve.conformance import OPS
 from kevolve.conformance.run import ResultCache, check_op
-
-
-def _tied(shape: tuple[int, ...]) -> torch.Tensor:
-    """Few distinct values, NaN, infinity and both zeros: most keys tie."""
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randint(-3, 4, shape, generator=gen).float()
-    pick = torch.rand(shape, generator=gen)
-    x[pick < 0.1] = float("nan")
-    x[(pick > 0.1) & (pick < 0.2)] = -0.0
-    x[(pick > 0.2) & (pick < 0.25)] = float("inf")
-    return x
 
 
 @pytest.mark.parametrize(("target", "op", "total", "kernels"), [("nvidia_h100", "cat", 11, 3),
@@ -45,7 +33,7 @@ def test_every_sample_passes(db, tmp_path, target, op, total, kernels):
 def test_ties_come_out_in_pytorchs_order(db):
     # topk along a middle dimension, unsorted, large k (nth_element's arrangement is the output order)
     spec = dataclasses.replace(OPS["topk"], large_shapes=((3, 40, 2),),
-                               large=lambda shape, make: (_tied(shape), (12, 1, True, False), {}))
+                               large=lambda shape, make: (tied(shape), (12, 1, True, False), {}))
     result = check_op("topk", usable_target("nvidia_h100"), None, db, spec_override=spec, dtypes=("float32",))
     assert result.samples[-1].label.endswith("large(3, 40, 2)")
     assert result.ok and result.passed == result.total == 15 and not result.declined
@@ -56,7 +44,7 @@ def test_subtly_wrong_kernels_fail(db):
     # kthvalue one past k, on a tied large sample (its replayed quickselect picks the wrong element too)
     wrong = dataclasses.replace(OPS["kthvalue"], large_shapes=((4, 30),),
                                 prepare=lambda t, a: OPS["kthvalue"].prepare(t, {**a, "k": a["k"] + 1}),
-                                large=lambda shape, make: (_tied(shape), (9,), {}))
+                                large=lambda shape, make: (tied(shape), (9,), {}))
     result = check_op("kthvalue", h100, None, db, spec_override=wrong, dtypes=("float32",))
     assert not result.ok and result.failed[-1].label.endswith("large(4, 30)")
     assert len(result.failed) >= 4 and all(s.reason.startswith("output ") for s in result.failed)
