@@ -3,6 +3,7 @@
     python bench/conformance.py --target cpu                      # the issue's 160 operators
     python bench/conformance.py --target cpu --ops unary,activation
     python bench/conformance.py --target nvidia_h100 --jobs 8      # ops split over 8 processes (a GPU machine)
+    python bench/conformance.py --target nvidia_h100 --jobs 2 --suffix _interpreter   # no GPU: the interpreter
 
 Same run as ``kevolve conformance --target T --json`` (cached per operator in a store of its own under
 bench/out unless --store is given), plus the machine and versions.
@@ -61,6 +62,8 @@ def main() -> int:
     parser.add_argument("--refresh", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "results"))
     parser.add_argument("--jobs", type=int, default=1, help="processes the operators are split over")
+    parser.add_argument("--suffix", default="", help="appended to the result files' names, e.g. _interpreter for "
+                        "a GPU target checked through the Triton interpreter (the plain name is its GPU run)")
     args = parser.parse_args()
 
     started = dt.datetime.now(dt.timezone.utc)
@@ -81,7 +84,7 @@ def main() -> int:
 
     group_of = {op: group for group, ops in SUITE_GROUPS.items() for op in ops}
     command = "python bench/conformance.py --target " + args.target + (f" --ops {args.ops}" if args.ops else "") \
-        + (f" --jobs {args.jobs}" if args.jobs > 1 else "")
+        + (f" --jobs {args.jobs}" if args.jobs > 1 else "") + (f" --suffix {args.suffix}" if args.suffix else "")
     data = report.to_json()
     for op in data["ops"]:  # the committed JSON: declines as reason counts (`kevolve conformance --json` lists each)
         counts: dict[str, int] = {}
@@ -94,7 +97,7 @@ def main() -> int:
                 minutes=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds() / 60, 1))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"conformance_{args.target}.json").write_text(json.dumps(data, indent=1) + "\n")
+    (out / f"conformance_{args.target}{args.suffix}.json").write_text(json.dumps(data, indent=1) + "\n")
 
     ops = data["ops"]
     implemented = [r for r in ops if r["kernels"]]
@@ -137,9 +140,9 @@ def main() -> int:
     skipped = [(r["op"], s) for r in ops for s in r["skipped_entries"]]
     if skipped:
         lines += ["", "OpInfo entries not drawn (no float32): " + "; ".join(f"`{s}`" for _, s in skipped) + "."]
-    (out / f"conformance_{args.target}.md").write_text("\n".join(lines) + "\n")
-    print(f"{report.passed_ops}/{report.total_ops} operators pass; wrote {out}/conformance_{args.target}.md",
-          file=sys.stderr)
+    (out / f"conformance_{args.target}{args.suffix}.md").write_text("\n".join(lines) + "\n")
+    print(f"{report.passed_ops}/{report.total_ops} operators pass; "
+          f"wrote {out}/conformance_{args.target}{args.suffix}.md", file=sys.stderr)
     return 0 if report.passed_ops == report.total_ops else 1
 
 
