@@ -37,12 +37,12 @@ def _reasons(items: list[dict]) -> str:
     return "; ".join(f"{n}x {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])).replace("|", "\\|")
 
 
-def _check(job: tuple[str, list[str], str, bool]) -> dict:
+def _check(job: tuple[str, list[str], str, bool, float]) -> dict:
     """One process's share of the operators, with a store of its own (sqlite caches are per process)."""
     from kevolve.conformance.run import run_conformance
 
-    target, ops, store, refresh = job
-    report = run_conformance(target, ops, store=store, refresh=refresh,
+    target, ops, store, refresh, timeout_s = job
+    report = run_conformance(target, ops, store=store, refresh=refresh, timeout_s=timeout_s,
                              on_op=lambda r: print(f"{r.op}: {r.passed}/{r.total}{' (cached)' if r.cached else ''}",
                                                    file=sys.stderr, flush=True))
     return {"toolchain": report.toolchain, "ops": report.results}
@@ -62,6 +62,8 @@ def main() -> int:
     parser.add_argument("--refresh", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "results"))
     parser.add_argument("--jobs", type=int, default=1, help="processes the operators are split over")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per isolated worker (a batch of "
+                        "samples); the Triton interpreter's larger sort/topk/kthvalue samples want more")
     parser.add_argument("--suffix", default="", help="appended to the result files' names, e.g. _interpreter for "
                         "a GPU target checked through the Triton interpreter (the plain name is its GPU run)")
     args = parser.parse_args()
@@ -70,7 +72,7 @@ def main() -> int:
     names = parse_ops(args.ops) or list(SUITE)
     chunks = [names[i::args.jobs] for i in range(args.jobs) if names[i::args.jobs]]
     jobs = [(args.target, chunk, str(Path(args.store).with_suffix(f".{i}.sqlite")) if len(chunks) > 1 else args.store,
-             args.refresh) for i, chunk in enumerate(chunks)]
+             args.refresh, args.timeout) for i, chunk in enumerate(chunks)]
     if len(jobs) == 1:
         parts = [_check(jobs[0])]
     else:
@@ -84,7 +86,8 @@ def main() -> int:
 
     group_of = {op: group for group, ops in SUITE_GROUPS.items() for op in ops}
     command = "python bench/conformance.py --target " + args.target + (f" --ops {args.ops}" if args.ops else "") \
-        + (f" --jobs {args.jobs}" if args.jobs > 1 else "") + (f" --suffix {args.suffix}" if args.suffix else "")
+        + (f" --jobs {args.jobs}" if args.jobs > 1 else "") + (f" --suffix {args.suffix}" if args.suffix else "") \
+        + (f" --timeout {args.timeout:g}" if args.timeout != 600.0 else "")
     data = report.to_json()
     for op in data["ops"]:  # the committed JSON: declines as reason counts (`kevolve conformance --json` lists each)
         counts: dict[str, int] = {}

@@ -211,3 +211,18 @@ def test_samples_are_judged_in_batches_of_isolated_workers(db, cpu, monkeypatch)
     assert calls and max(calls) == 3 and sum(calls) == batched.total - len(batched.declined)
     assert [(s.label, s.status, s.worst) for s in batched.samples] == [(s.label, s.status, s.worst)
                                                                         for s in whole.samples]
+
+
+def test_a_larger_sample_has_a_worker_to_itself():
+    from kevolve.conformance.run import ELEMENTS_PER_WORKER, SAMPLES_PER_WORKER, worker_batches
+
+    def case(n: int) -> sm.Case:
+        return sm.Case(f"{n}", [torch.empty(n)])
+
+    small = [case(10) for _ in range(SAMPLES_PER_WORKER + 1)]
+    large = [case(ELEMENTS_PER_WORKER), case(ELEMENTS_PER_WORKER // 2 + 1)]
+    cases = list(enumerate(small[:2] + large + small[2:]))
+    batches = worker_batches(cases)
+    assert [i for batch in batches for i, _ in batch] == list(range(len(cases)))  # every case once, in order
+    # the full-size sample alone; the half-size one starts a batch the small ones fill up to the sample count
+    assert [len(b) for b in batches] == [2, 1, SAMPLES_PER_WORKER, 1]

@@ -20,6 +20,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--dtypes", help="comma list limiting the dtypes checked besides float32 (default: every one the "
                    "target computes, e.g. bfloat16); `--dtypes float32` checks float32 only")
     p.add_argument("--store", help="store path; the cache is a .conformance.sqlite file beside it")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds each isolated worker may take for its batch of samples (default 600; a GPU "
+                        "target's larger samples through the Triton interpreter may want more)")
     p.set_defaults(run=cmd_conformance)
 
 
@@ -55,6 +58,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from kevolve.conformance.run import run_conformance
+    from kevolve.errors import KevolveError
 
     out, err = Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
 
@@ -65,8 +69,10 @@ def cmd_conformance(args: argparse.Namespace) -> int:
                       f"{' (cached)' if result.cached else ''}", highlight=False)
 
     dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip()) if args.dtypes else None
+    if args.timeout <= 0:
+        raise KevolveError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     report = run_conformance(args.target, parse_ops(args.ops), store=args.store, refresh=args.refresh, dtypes=dtypes,
-                             on_op=progress)
+                             timeout_s=args.timeout, on_op=progress)
     if args.json:
         print(json.dumps(report.to_json(verbose=args.verbose), indent=1))
         return 0 if report.passed_ops == report.total_ops else 1
