@@ -224,5 +224,5 @@ def test_a_larger_sample_has_a_worker_to_itself():
     cases = list(enumerate(small[:2] + large + small[2:]))
     batches = worker_batches(cases)
     assert [i for batch in batches for i, _ in batch] == list(range(len(cases)))  # every case once, in order
-    # the full-size sample alone; the half-size one starts a batch the small ones fill up to the sample count
-    assert [len(b) for b in batches] == [2, 1, SAMPLES_PER_WORKER, 1]
+    # the full-size sample alone; the half-size one starts a batch the small ones fill to the sample count
+    assert [len(b) for b in batches] == [2, 1, SAMPLES_PER_WORKER]
