@@ -345,7 +345,7 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
         task = {"entry": "kevolve.conformance.worker:run", "target": registered.spec.name,
                 "bootstrap": worker_bootstrap(), "builds": {k: b for k, b in builds.items() if k in keys},
                 "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected,
-                           "alternatives": c.alternatives} for _, c in batch]}
+                           "alternatives": c.alternatives, "round": i} for i, c in batch]}
         raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=config.memory_limit_bytes,
                            env=registered.backend.worker_env(registered.spec))
         if "outcomes" in raw:
