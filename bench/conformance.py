@@ -62,8 +62,8 @@ def main() -> int:
     parser.add_argument("--refresh", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "results"))
     parser.add_argument("--jobs", type=int, default=1, help="processes the operators are split over")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per isolated worker (a batch of "
-                        "samples); the Triton interpreter's larger sort/topk/kthvalue samples want more")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the isolated worker judging an op's "
+                        "samples may take; the Triton interpreter's sort/topk/kthvalue want more")
     parser.add_argument("--suffix", default="", help="appended to the result files' names, e.g. _interpreter for "
                         "a GPU target checked through the Triton interpreter (the plain name is its GPU run)")
     args = parser.parse_args()

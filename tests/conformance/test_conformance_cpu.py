@@ -191,38 +191,3 @@ def test_float32_answer_is_the_alternative_of_a_bfloat16_sample_where_they_diffe
     entry = next(e for e in db if e.name == "abs")
     assert not sm._case(OPS["abs"], entry, "t", SampleInput(x), torch.bfloat16).alternatives
 
-
-def test_samples_are_judged_in_batches_of_isolated_workers(db, cpu, monkeypatch):
-    # each batch is a worker of its own with the whole time limit; the outcomes land on their own samples
-    from kevolve.conformance import run as conformance_run
-    from kevolve.harness import isolation
-
-    whole = check_op("where", cpu, None, db)
-    calls = []
-    original = isolation.run_isolated
-
-    def counted(task, **kwargs):
-        calls.append(len(task["cases"]))
-        return original(task, **kwargs)
-
-    monkeypatch.setattr(isolation, "run_isolated", counted)
-    monkeypatch.setattr(conformance_run, "SAMPLES_PER_WORKER", 3)
-    batched = check_op("where", cpu, None, db)
-    assert calls and max(calls) == 3 and sum(calls) == batched.total - len(batched.declined)
-    assert [(s.label, s.status, s.worst) for s in batched.samples] == [(s.label, s.status, s.worst)
-                                                                        for s in whole.samples]
-
-
-def test_a_larger_sample_has_a_worker_to_itself():
-    from kevolve.conformance.run import ELEMENTS_PER_WORKER, SAMPLES_PER_WORKER, worker_batches
-
-    def case(n: int) -> sm.Case:
-        return sm.Case(f"{n}", [torch.empty(n)])
-
-    small = [case(10) for _ in range(SAMPLES_PER_WORKER + 1)]
-    large = [case(ELEMENTS_PER_WORKER), case(ELEMENTS_PER_WORKER // 2 + 1)]
-    cases = list(enumerate(small[:2] + large + small[2:]))
-    batches = worker_batches(cases)
-    assert [i for batch in batches for i, _ in batch] == list(range(len(cases)))  # every case once, in order
-    # the full-size sample alone; the half-size one starts a batch the small ones fill to the sample count
-    assert [len(b) for b in batches] == [2, 1, SAMPLES_PER_WORKER]

@@ -21,7 +21,7 @@ def add_parser(sub: Any) -> None:
                    "target computes, e.g. bfloat16); `--dtypes float32` checks float32 only")
     p.add_argument("--store", help="store path; the cache is a .conformance.sqlite file beside it")
     p.add_argument("--timeout", type=float, default=600.0,
-                   help="seconds each isolated worker may take for its batch of samples (default 600; a GPU "
+                   help="seconds the isolated worker judging an op's samples may take (default 600; a GPU "
                         "target's larger samples through the Triton interpreter may want more)")
     p.set_defaults(run=cmd_conformance)
 

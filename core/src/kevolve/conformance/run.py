@@ -33,26 +33,6 @@ from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
 CHECK_VERSION = 6
-#: samples judged per isolated worker, each batch with the whole time limit: a slow op (sort through the
-#: interpreter, about 5 s a sample) stays far from the limit on a loaded machine; a batch also holds at most
-#: ELEMENTS_PER_WORKER input elements (after the first sample), so each larger random sample has a worker and
-#: the limit to itself
-SAMPLES_PER_WORKER = 32
-ELEMENTS_PER_WORKER = 1 << 18
-
-
-def worker_batches(cases: list[tuple[int, sm.Case]]) -> list[list[tuple[int, sm.Case]]]:
-    """``cases`` in order, cut into the batches one isolated worker each judges."""
-    batches: list[list[tuple[int, sm.Case]]] = []
-    size = 0
-    for item in cases:
-        elements = sum(t.numel() for t in item[1].inputs)
-        if not batches or len(batches[-1]) == SAMPLES_PER_WORKER or size + elements > ELEMENTS_PER_WORKER:
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += elements
-    return batches
 
 
 @dataclass
@@ -337,22 +317,21 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
             broken[key] = "rejected: calls external code to compute: " + ", ".join(build.foreign_calls[:8])
             continue
         builds[key] = asdict(build)
-    # run the runnable cases in isolated workers, a batch at a time
+    # run the runnable cases in one isolated worker
     runnable = [(i, c) for i, c in enumerate(drawn.cases) if not c.declined and c.kernel_key() in builds]
     outcomes: dict[int, dict] = {}
-    for batch in worker_batches(runnable):
-        keys = {c.kernel_key() for _, c in batch}
+    if runnable:
         task = {"entry": "kevolve.conformance.worker:run", "target": registered.spec.name,
-                "bootstrap": worker_bootstrap(), "builds": {k: b for k, b in builds.items() if k in keys},
+                "bootstrap": worker_bootstrap(), "builds": builds,
                 "cases": [{"kernel": c.kernel_key(), "inputs": c.inputs, "expected": c.expected,
-                           "alternatives": c.alternatives, "round": i} for i, c in batch]}
+                           "alternatives": c.alternatives} for _, c in runnable]}
         raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=config.memory_limit_bytes,
                            env=registered.backend.worker_env(registered.spec))
         if "outcomes" in raw:
-            outcomes.update({i: o for (i, _), o in zip(batch, raw["outcomes"])})
+            outcomes = {i: o for (i, _), o in zip(runnable, raw["outcomes"])}
         else:
             reason = f"worker {raw.get('status')}: {raw.get('reason', '')}"
-            outcomes.update({i: {"status": FAILED, "reason": reason, "worst": math.inf} for i, _ in batch})
+            outcomes = {i: {"status": FAILED, "reason": reason, "worst": math.inf} for i, _ in runnable}
             result.error = reason
     for i, case in enumerate(drawn.cases):
         if case.declined:
@@ -377,7 +356,7 @@ def run_conformance(target: str = "cpu", ops: list[str] | None = None, *, store:
                     timeout_s: float = 600.0, on_op: Callable[[OpResult], None] = lambda r: None) -> Report:
     """Check ``ops`` (default: the whole suite of :data:`kevolve.conformance.table.SUITE`) on ``target``;
     ``dtypes`` limits the extra dtypes drawn (default: every one the target computes, see :func:`extra_dtypes`);
-    ``timeout_s``: each worker's time limit (a batch of samples, see :func:`worker_batches`)."""
+    ``timeout_s``: the time limit of the isolated worker that judges an op's samples."""
     import torch
 
     from kevolve.api import usable_target

@@ -46,8 +46,7 @@ def error_ratio(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> float:
 
 def run(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
     """Task: ``target``, ``bootstrap``, ``builds`` (kernel key -> BuildResult fields), ``cases`` (``kernel``,
-    ``inputs``, ``expected``, ``alternatives``, ``round``: the sample's index among the op's). Result:
-    ``outcomes``, one per case."""
+    ``inputs``, ``expected``, ``alternatives``). Result: ``outcomes``, one per case."""
     from kevolve.backend.toolchain import BuildResult
     from kevolve.plugins import adopt_bootstrap
 
@@ -69,8 +68,7 @@ def run(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
         if key not in kernels:
             outcomes.append({"status": FAILED, "reason": load_errors.get(key, "no kernel"), "worst": math.inf})
             continue
-        # the poison alternates with the sample's place among all of the op's samples, whatever the batch
-        outcomes.append(_run_case(kernels[key], runner, case, case.get("round", index)))
+        outcomes.append(_run_case(kernels[key], runner, case, index))
     return {"status": "ok", "stage": "done", "outcomes": outcomes}
 
 
