@@ -303,8 +303,9 @@ def _one_element_reference(entry: Any, sample: Any, expected: list[torch.Tensor]
 def _with_alternative(case: Case, entry: Any, sample: Any, dtype: torch.dtype, count: int) -> Case:
     """An elementwise op's case of one float output shaped like its input, with PyTorch's one-element answers
     for its first ``count`` elements as the alternative."""
-    if not case.declined and case.spec.layout in ("same", "broadcast") and len(case.expected) == 1 and dtype.is_floating_point \
-            and isinstance(sample.input, torch.Tensor) and case.expected[0].shape == sample.input.shape:
+    elementwise = not case.declined and case.spec.layout in ("same", "broadcast") and len(case.expected) == 1
+    if elementwise and dtype.is_floating_point and isinstance(sample.input, torch.Tensor) \
+            and case.expected[0].shape == sample.input.shape:
         alone = _one_element_reference(entry, sample, case.expected, count)
         if alone is not None:
             case.alternatives.append((ONE_ELEMENT, alone))
