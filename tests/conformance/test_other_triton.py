@@ -30,13 +30,21 @@ def test_every_sample_passes(db, tmp_path, target, op, total, kernels):
     assert len(result.kernels) == kernels
 
 
-def test_ties_come_out_in_pytorchs_order(db):
+@pytest.mark.parametrize(("op", "args", "attrs", "total"), [
     # topk along a middle dimension, unsorted, large k (nth_element's arrangement is the output order)
-    spec = dataclasses.replace(OPS["topk"], large_shapes=((3, 40, 2),),
-                               large=lambda shape, make: (tied(shape), (12, 1, True, False), {}))
-    result = check_op("topk", usable_target("nvidia_h100"), None, db, spec_override=spec, dtypes=("float32",))
-    assert result.samples[-1].label.endswith("large(3, 40, 2)")
-    assert result.ok and result.passed == result.total == 15 and not result.declined
+    ("topk", (12, 1, True, False), {}, 15),
+    # topk with k * 64 <= L: partial_sort's heap
+    ("topk", (1, 1), {}, 15),
+    # sort's introsort: partitions, then the final insertion sort
+    ("sort", (), {"dim": 1, "descending": True}, 59),
+    # kthvalue's quickselect
+    ("kthvalue", (17, 1), {}, 11)])
+def test_ties_come_out_in_pytorchs_order(db, op, args, attrs, total):
+    spec = dataclasses.replace(OPS[op], large_shapes=((3, 70, 2),),
+                               large=lambda shape, make: (tied(shape), args, attrs))
+    result = check_op(op, usable_target("nvidia_h100"), None, db, spec_override=spec, dtypes=("float32",))
+    assert result.samples[-1].label.endswith("large(3, 70, 2)")
+    assert result.ok and result.passed == result.total == total and not result.declined
 
 
 def test_subtly_wrong_kernels_fail(db):

@@ -223,6 +223,14 @@ def _kv_pop_heap(a, ar, first, last, result):
 
 
 @triton.jit
+def _kv_next_below(a, ar, first, start, last):
+    """The first place in [start, last) whose key is below the heap top's at ``first`` (``last`` if none): the
+    scan of __heap_select in one step."""
+    below = (ar >= start) & (ar < last) & ((a >> 32) < _kv_k(_kv_get(a, ar, first)))
+    return tl.min(tl.where(below, ar, last), axis=0)
+
+
+@triton.jit
 def _kv_heap_select(a, ar, first, middle, last):
     """libstdc++ __heap_select: make_heap over [first, middle), then every smaller key after it replaces the
     top."""
@@ -231,9 +239,11 @@ def _kv_heap_select(a, ar, first, middle, last):
     while (n >= 2) & (parent >= 0):
         a = _kv_adjust_heap(a, ar, first, parent, n, _kv_get(a, ar, first + parent))
         parent -= 1
-    for i in range(middle, last):
-        if _kv_k(_kv_get(a, ar, i)) < _kv_k(_kv_get(a, ar, first)):
-            a = _kv_pop_heap(a, ar, first, middle, i)
+    # a pop changes only the heap and the popped place, never what lies after it
+    nxt = _kv_next_below(a, ar, first, middle, last)
+    while nxt < last:
+        a = _kv_pop_heap(a, ar, first, middle, nxt)
+        nxt = _kv_next_below(a, ar, first, nxt + 1, last)
     return a
 
 
@@ -246,33 +256,67 @@ def _kv_sort_heap(a, ar, first, last):
 
 
 @triton.jit
+def _kv_hoare(a, ar, piv, p_lo, p_hi, q_lo, q_hi, STRICT: tl.constexpr):
+    """Hoare's two scans and their swaps, all steps at once. The left scan stops at keys >= ``piv`` among
+    positions [p_lo, p_hi], the right scan at keys <= ``piv`` among [q_lo, q_hi] (the algorithm's sentinels
+    included); the t-th left stop P[t] swaps with the t-th right stop Q[t] while it lies before (``STRICT``)
+    or not after it. Returns (a, i, j): where the scans stop for the last time. The stops after T swaps:
+    the left scan resumes after P[T-1] and meets P[T] or the first swapped-in element, at a Q[u] past P[T-1];
+    the right scan likewise."""
+    k = a >> 32
+    is_p = (ar >= p_lo) & (ar <= p_hi) & (k >= piv)
+    is_q = (ar >= q_lo) & (ar <= q_hi) & (k <= piv)
+    n: tl.constexpr = ar.shape[0]
+    far = ar * 0 + n
+    none = ar * 0 - 1
+    # the stops in scan order, by counting: P[t] is the number of places with at most t left stops up to
+    # them, Q[t] one below the number of places with more than t right stops from them on
+    count_p = tl.cumsum(is_p.to(tl.int32), axis=0)
+    count_q = tl.cumsum(is_q.to(tl.int32), axis=0, reverse=True)
+    stops_p = tl.cumsum(tl.histogram(count_p, n), axis=0)
+    stops_q = n - 1 - tl.cumsum(tl.histogram(count_q, n), axis=0)
+    if STRICT:
+        swaps = tl.sum((stops_p < stops_q).to(tl.int32), axis=0)
+    else:
+        swaps = tl.sum((stops_p <= stops_q).to(tl.int32), axis=0)
+    rank_p = count_p - 1
+    rank_q = count_q - 1
+    swap_p = is_p & (rank_p < swaps)
+    swap_q = is_q & (rank_q < swaps)
+    to_q = tl.gather(stops_q, tl.where(swap_p, rank_p, 0), 0)
+    to_p = tl.gather(stops_p, tl.where(swap_q, rank_q, 0), 0)
+    a = tl.gather(a, tl.where(swap_p, to_q, tl.where(swap_q, to_p, ar)), 0)
+    last_p = tl.max(tl.where(ar == swaps - 1, stops_p, none), axis=0)
+    last_q = tl.min(tl.where(ar == swaps - 1, stops_q, far), axis=0)
+    done = ar < swaps
+    i = tl.minimum(tl.min(tl.where(ar == swaps, stops_p, far), axis=0),
+                   tl.min(tl.where(done & (stops_q > last_p), stops_q, far), axis=0))
+    j = tl.maximum(tl.max(tl.where(ar == swaps, stops_q, none), axis=0),
+                   tl.max(tl.where(done & (stops_p < last_q), stops_p, none), axis=0))
+    return a, i, j
+
+
+@triton.jit
 def _kv_partition_pivot(a, ar, first, last):
     """libstdc++ __unguarded_partition_pivot: the median of (first + 1, mid, last - 1) moved to ``first``,
-    then Hoare's unguarded partition of [first + 1, last) around it. Returns (a, cut)."""
+    then Hoare's unguarded partition of [first + 1, last) around it (the pivot at ``first`` the right scan's
+    sentinel). Returns (a, cut)."""
     mid = first + (last - first) // 2
     i1 = first + 1
     i3 = last - 1
-    ka = _kv_k(_kv_get(a, ar, i1))
-    kb = _kv_k(_kv_get(a, ar, mid))
-    kc = _kv_k(_kv_get(a, ar, i3))
+    # written out rather than through _kv_get / _kv_swap: the interpreter pays for every nested call, and the
+    # introsort partitions a long line hundreds of times
+    k = a >> 32
+    ka = tl.sum(tl.where(ar == i1, k, 0), axis=0)
+    kb = tl.sum(tl.where(ar == mid, k, 0), axis=0)
+    kc = tl.sum(tl.where(ar == i3, k, 0), axis=0)
     pick = tl.where(ka < kb, tl.where(kb < kc, mid, tl.where(ka < kc, i3, i1)),
                     tl.where(ka < kc, i1, tl.where(kb < kc, i3, mid)))
-    a = _kv_swap(a, ar, first, pick)
-    pk = _kv_k(_kv_get(a, ar, first))
-    lo = i1
-    hi = last
-    going = lo < hi
-    while going:
-        while _kv_k(_kv_get(a, ar, lo)) < pk:
-            lo += 1
-        hi -= 1
-        while pk < _kv_k(_kv_get(a, ar, hi)):
-            hi -= 1
-        going = lo < hi
-        if going:
-            a = _kv_swap(a, ar, lo, hi)
-            lo += 1
-    return a, lo
+    at_first = tl.sum(tl.where(ar == first, a, 0), axis=0)
+    pivot = tl.sum(tl.where(ar == pick, a, 0), axis=0)
+    a = tl.where(ar == first, pivot, tl.where(ar == pick, at_first, a))
+    a, cut, _ = _kv_hoare(a, ar, pivot >> 32, i1, i3, first, i3, True)
+    return a, cut
 
 
 @triton.jit
@@ -283,16 +327,17 @@ def _kv_std_sort(a, ar, n, scr_ptr, inner, STACK: tl.constexpr, CJ: tl.constexpr
     over the first 16, unguarded after) moves an element only past strictly greater keys: it is the stable
     sort of the arrangement the partitions left, computed as ranks (``scr_ptr``: n int64 of scratch)."""
     if n > 1:
+        # the stack's entries (first, last, depth) as written-out gets and puts (see _kv_partition_pivot)
         sa = tl.arange(0, STACK)
         s_lo = tl.zeros([STACK], dtype=tl.int32)
-        s_hi = _kv_put(s_lo, sa, 0, n)
-        s_depth = _kv_put(s_lo, sa, 0, 2 * _kv_lg(n))
+        s_hi = tl.where(sa == 0, n, s_lo)
+        s_depth = tl.where(sa == 0, 2 * _kv_lg(n), s_lo)
         top = n * 0 + 1
         while top > 0:
             top -= 1
-            first = _kv_get(s_lo, sa, top)
-            last = _kv_get(s_hi, sa, top)
-            depth = _kv_get(s_depth, sa, top)
+            first = tl.sum(tl.where(sa == top, s_lo, 0), axis=0)
+            last = tl.sum(tl.where(sa == top, s_hi, 0), axis=0)
+            depth = tl.sum(tl.where(sa == top, s_depth, 0), axis=0)
             while last - first > 16:
                 if depth == 0:
                     a = _kv_heap_select(a, ar, first, last, last)
@@ -301,9 +346,9 @@ def _kv_std_sort(a, ar, n, scr_ptr, inner, STACK: tl.constexpr, CJ: tl.constexpr
                 else:
                     depth -= 1
                     a, cut = _kv_partition_pivot(a, ar, first, last)
-                    s_lo = _kv_put(s_lo, sa, top, cut)
-                    s_hi = _kv_put(s_hi, sa, top, last)
-                    s_depth = _kv_put(s_depth, sa, top, depth)
+                    s_lo = tl.where(sa == top, cut, s_lo)
+                    s_hi = tl.where(sa == top, last, s_hi)
+                    s_depth = tl.where(sa == top, depth, s_depth)
                     top += 1
                     last = cut
         a = _kv_stable_in_place(a, ar, n, scr_ptr, inner, CJ)
@@ -374,20 +419,9 @@ def _kv_quick_select(a, ar, k, n):
                 a = _kv_swap(a, ar, lo, hi)
             if _kv_k(_kv_get(a, ar, lo + 1)) > _kv_k(_kv_get(a, ar, lo)):
                 a = _kv_swap(a, ar, lo + 1, lo)
-            i = lo + 1
-            j = hi
             piv = _kv_k(_kv_get(a, ar, lo))
-            scanning = i <= j
-            while scanning:
-                i += 1
-                while piv > _kv_k(_kv_get(a, ar, i)):
-                    i += 1
-                j -= 1
-                while _kv_k(_kv_get(a, ar, j)) > piv:
-                    j -= 1
-                scanning = j >= i
-                if scanning:
-                    a = _kv_swap(a, ar, i, j)
+            # i runs from lo + 2 up to the sentinel a[hi] >= piv, j from hi - 1 down to a[lo + 1] <= piv
+            a, i, j = _kv_hoare(a, ar, piv, lo + 2, hi, lo + 1, hi - 1, False)
             a = _kv_swap(a, ar, lo, j)
             if j <= k:
                 lo = i
