@@ -112,6 +112,10 @@ def main() -> int:
         "",
         f"Command: `{command}` (the same run as `kevolve conformance --target {args.target} --json`).",
         "",
+        (f"{sum(r['cached'] for r in ops)} of the operators' results came from the result cache: judged by an earlier "
+         "run with the same kernel sources, samples, checker version and torch, on the machine named here; the run "
+         "time above covers the others."),
+        "",
         (f"**{report.passed_ops}/{report.total_ops} operators pass** "
          f"({data['samples_passed']}/{data['samples_total']} samples; {data['samples_declined']} declined). "
          f"Operators with a kernel recipe: {len(implemented)}, of which {sum(r['passed'] for r in implemented)} pass "

@@ -256,36 +256,41 @@ def _kv_sort_heap(a, ar, first, last):
 
 
 @triton.jit
-def _kv_hoare(a, ar, piv, p_lo, p_hi, q_lo, q_hi, STRICT: tl.constexpr):
+def _kv_hoare(a, ar, piv, p_lo, p_hi, q_lo, q_hi, work, STRICT: tl.constexpr):
     """Hoare's two scans and their swaps, all steps at once. The left scan stops at keys >= ``piv`` among
     positions [p_lo, p_hi], the right scan at keys <= ``piv`` among [q_lo, q_hi] (the algorithm's sentinels
     included); the t-th left stop P[t] swaps with the t-th right stop Q[t] while it lies before (``STRICT``)
     or not after it. Returns (a, i, j): where the scans stop for the last time. The stops after T swaps:
     the left scan resumes after P[T-1] and meets P[T] or the first swapped-in element, at a Q[u] past P[T-1];
-    the right scan likewise."""
+    the right scan likewise. ``work``: the line's scratch, 2 * B int64, where the stops are listed in scan
+    order and the line is permuted (memory, not tl.histogram or tl.gather: those compile slowly for a long
+    line)."""
     k = a >> 32
     is_p = (ar >= p_lo) & (ar <= p_hi) & (k >= piv)
     is_q = (ar >= q_lo) & (ar <= q_hi) & (k <= piv)
     n: tl.constexpr = ar.shape[0]
     far = ar * 0 + n
     none = ar * 0 - 1
-    # the stops in scan order, by counting: P[t] is the number of places with at most t left stops up to
-    # them, Q[t] one below the number of places with more than t right stops from them on
-    count_p = tl.cumsum(is_p.to(tl.int32), axis=0)
-    count_q = tl.cumsum(is_q.to(tl.int32), axis=0, reverse=True)
-    stops_p = tl.cumsum(tl.histogram(count_p, n), axis=0)
-    stops_q = n - 1 - tl.cumsum(tl.histogram(count_q, n), axis=0)
+    rank_p = tl.cumsum(is_p.to(tl.int32), axis=0) - 1
+    rank_q = tl.cumsum(is_q.to(tl.int32), axis=0, reverse=True) - 1
+    tl.store(work + rank_p, ar.to(tl.int64), mask=is_p)
+    tl.store(work + n + rank_q, ar.to(tl.int64), mask=is_q)
+    tl.debug_barrier()
+    stops_p = tl.load(work + ar, mask=ar < tl.sum(is_p.to(tl.int32), axis=0), other=n).to(tl.int32)
+    stops_q = tl.load(work + n + ar, mask=ar < tl.sum(is_q.to(tl.int32), axis=0), other=-1).to(tl.int32)
     if STRICT:
         swaps = tl.sum((stops_p < stops_q).to(tl.int32), axis=0)
     else:
         swaps = tl.sum((stops_p <= stops_q).to(tl.int32), axis=0)
-    rank_p = count_p - 1
-    rank_q = count_q - 1
     swap_p = is_p & (rank_p < swaps)
     swap_q = is_q & (rank_q < swaps)
-    to_q = tl.gather(stops_q, tl.where(swap_p, rank_p, 0), 0)
-    to_p = tl.gather(stops_p, tl.where(swap_q, rank_q, 0), 0)
-    a = tl.gather(a, tl.where(swap_p, to_q, tl.where(swap_q, to_p, ar)), 0)
+    to_q = tl.load(work + n + rank_p, mask=swap_p, other=0).to(tl.int32)
+    to_p = tl.load(work + rank_q, mask=swap_q, other=0).to(tl.int32)
+    tl.debug_barrier()
+    tl.store(work + ar, a)
+    tl.debug_barrier()
+    a = tl.load(work + tl.where(swap_p, to_q, tl.where(swap_q, to_p, ar)))
+    tl.debug_barrier()
     last_p = tl.max(tl.where(ar == swaps - 1, stops_p, none), axis=0)
     last_q = tl.min(tl.where(ar == swaps - 1, stops_q, far), axis=0)
     done = ar < swaps
@@ -297,7 +302,7 @@ def _kv_hoare(a, ar, piv, p_lo, p_hi, q_lo, q_hi, STRICT: tl.constexpr):
 
 
 @triton.jit
-def _kv_partition_pivot(a, ar, first, last):
+def _kv_partition_pivot(a, ar, first, last, work):
     """libstdc++ __unguarded_partition_pivot: the median of (first + 1, mid, last - 1) moved to ``first``,
     then Hoare's unguarded partition of [first + 1, last) around it (the pivot at ``first`` the right scan's
     sentinel). Returns (a, cut)."""
@@ -315,17 +320,17 @@ def _kv_partition_pivot(a, ar, first, last):
     at_first = tl.sum(tl.where(ar == first, a, 0), axis=0)
     pivot = tl.sum(tl.where(ar == pick, a, 0), axis=0)
     a = tl.where(ar == first, pivot, tl.where(ar == pick, at_first, a))
-    a, cut, _ = _kv_hoare(a, ar, pivot >> 32, i1, i3, first, i3, True)
+    a, cut, _ = _kv_hoare(a, ar, pivot >> 32, i1, i3, first, i3, work, True)
     return a, cut
 
 
 @triton.jit
-def _kv_std_sort(a, ar, n, scr_ptr, inner, STACK: tl.constexpr, CJ: tl.constexpr):
+def _kv_std_sort(a, ar, n, work, STACK: tl.constexpr, CJ: tl.constexpr):
     """libstdc++ std::sort of a[0:n]: introsort (depth limit 2 lg n, heapsort past it) down to runs of 16,
     then the final insertion sort. The recursion on the right part becomes an explicit stack: the parts are
     disjoint, so the order they are finished in does not change the result. The final insertion sort (guarded
     over the first 16, unguarded after) moves an element only past strictly greater keys: it is the stable
-    sort of the arrangement the partitions left, computed as ranks (``scr_ptr``: n int64 of scratch)."""
+    sort of the arrangement the partitions left, computed as ranks."""
     if n > 1:
         # the stack's entries (first, last, depth) as written-out gets and puts (see _kv_partition_pivot)
         sa = tl.arange(0, STACK)
@@ -345,22 +350,22 @@ def _kv_std_sort(a, ar, n, scr_ptr, inner, STACK: tl.constexpr, CJ: tl.constexpr
                     last = first
                 else:
                     depth -= 1
-                    a, cut = _kv_partition_pivot(a, ar, first, last)
+                    a, cut = _kv_partition_pivot(a, ar, first, last, work)
                     s_lo = tl.where(sa == top, cut, s_lo)
                     s_hi = tl.where(sa == top, last, s_hi)
                     s_depth = tl.where(sa == top, depth, s_depth)
                     top += 1
                     last = cut
-        a = _kv_stable_in_place(a, ar, n, scr_ptr, inner, CJ)
+        a = _kv_stable_in_place(a, ar, n, work, CJ)
     return a
 
 
 @triton.jit
-def _kv_stable_in_place(a, ar, n, scr_ptr, inner, CJ: tl.constexpr):
+def _kv_stable_in_place(a, ar, n, work, CJ: tl.constexpr):
     """a[0:n] stably sorted by key: each element's rank among (key, place), counted against the line stored in
-    the scratch ``scr_ptr`` (stride ``inner``), then scattered there and read back."""
+    the scratch ``work``, then scattered there and read back."""
     inside = ar < n
-    at = scr_ptr + ar.to(tl.int64) * inner
+    at = work + ar
     tl.store(at, a, mask=inside)
     tl.debug_barrier()
     ka = _kv_k(a)
@@ -368,17 +373,17 @@ def _kv_stable_in_place(a, ar, n, scr_ptr, inner, CJ: tl.constexpr):
     for j0 in range(0, n, CJ):
         jj = j0 + tl.arange(0, CJ)
         mj = jj < n
-        kj = _kv_k(tl.load(scr_ptr + jj.to(tl.int64) * inner, mask=mj, other=0))
+        kj = _kv_k(tl.load(work + jj, mask=mj, other=0))
         before = (kj[None, :] < ka[:, None]) | ((kj[None, :] == ka[:, None]) & (jj[None, :] < ar[:, None]))
         rank += tl.sum((before & mj[None, :]).to(tl.int32), axis=1)
     tl.debug_barrier()
-    tl.store(scr_ptr + rank.to(tl.int64) * inner, a, mask=inside)
+    tl.store(work + rank, a, mask=inside)
     tl.debug_barrier()
     return tl.where(inside, tl.load(at, mask=inside, other=0), a)
 
 
 @triton.jit
-def _kv_nth_element(a, ar, nth, n):
+def _kv_nth_element(a, ar, nth, n, work):
     """libstdc++ std::nth_element(0, nth, n): introselect down to 3 elements, heap_select past the depth limit."""
     first = n * 0
     last = n
@@ -391,7 +396,7 @@ def _kv_nth_element(a, ar, nth, n):
                 last = first
             else:
                 depth -= 1
-                a, cut = _kv_partition_pivot(a, ar, first, last)
+                a, cut = _kv_partition_pivot(a, ar, first, last, work)
                 if cut <= nth:
                     first = cut
                 else:
@@ -401,7 +406,7 @@ def _kv_nth_element(a, ar, nth, n):
 
 
 @triton.jit
-def _kv_quick_select(a, ar, k, n):
+def _kv_quick_select(a, ar, k, n, work):
     """PyTorch's CPU quick_select_template (kthvalue): median of three, Sedgewick's partition, NaN greatest."""
     lo = n * 0
     hi = n - 1
@@ -421,7 +426,7 @@ def _kv_quick_select(a, ar, k, n):
                 a = _kv_swap(a, ar, lo + 1, lo)
             piv = _kv_k(_kv_get(a, ar, lo))
             # i runs from lo + 2 up to the sentinel a[hi] >= piv, j from hi - 1 down to a[lo + 1] <= piv
-            a, i, j = _kv_hoare(a, ar, piv, lo + 2, hi, lo + 1, hi - 1, False)
+            a, i, j = _kv_hoare(a, ar, piv, lo + 2, hi, lo + 1, hi - 1, work, False)
             a = _kv_swap(a, ar, lo, j)
             if j <= k:
                 lo = i
@@ -438,7 +443,7 @@ _LINE_OPS: dict[str, dict[str, str]] = {
     stable = tl.load(prm_ptr + 1)
     K = L
     first = L * 0""", "fast": "1", "need": "(tie != 0) & (stable == 0)",
-             "replay": "a = _kv_std_sort(a, ar, L, idx_ptr + out_base, inner, STACK, CK)"},
+             "replay": "a = _kv_std_sort(a, ar, L, work, STACK, CK)"},
     "topk": {"code": "1", "prologue": """    K = tl.load(prm_ptr + 0).to(tl.int32)
     desc = tl.load(prm_ptr + 1)
     is_sorted = tl.load(prm_ptr + 2)
@@ -448,12 +453,12 @@ _LINE_OPS: dict[str, dict[str, str]] = {
             a = _kv_heap_select(a, ar, first, K, L)
             a = _kv_sort_heap(a, ar, first, K)
         else:
-            a = _kv_nth_element(a, ar, K - 1, L)
+            a = _kv_nth_element(a, ar, K - 1, L, work)
             if is_sorted != 0:
-                a = _kv_std_sort(a, ar, K - 1, idx_ptr + out_base, inner, STACK, CK)"""},
+                a = _kv_std_sort(a, ar, K - 1, work, STACK, CK)"""},
     "kthvalue": {"code": "2", "prologue": """    first = tl.load(prm_ptr + 0).to(tl.int32) - 1
     desc = first * 0
-    K = first * 0 + 1""", "fast": "1", "need": "tie != 0", "replay": "a = _kv_quick_select(a, ar, first, L)"},
+    K = first * 0 + 1""", "fast": "1", "need": "tie != 0", "replay": "a = _kv_quick_select(a, ar, first, L, work)"},
 }
 
 
@@ -463,8 +468,8 @@ def _lines_kernel(op: str, values: bool) -> str:
     spec = _LINE_OPS[op]
     return f'''
 @triton.jit
-def _kv_lines(x_ptr, prm_ptr, val_ptr, idx_ptr, L, inner, s0, s1, s2, VALUES: tl.constexpr, B: tl.constexpr,
-              CI: tl.constexpr, CJ: tl.constexpr, CK: tl.constexpr, STACK: tl.constexpr):
+def _kv_lines(x_ptr, prm_ptr, val_ptr, idx_ptr, work_ptr, L, inner, s0, s1, s2, VALUES: tl.constexpr,
+              B: tl.constexpr, CI: tl.constexpr, CJ: tl.constexpr, CK: tl.constexpr, STACK: tl.constexpr):
     line = tl.program_id(0).to(tl.int64)
     o = line // inner
     c = line % inner
@@ -483,12 +488,16 @@ def _kv_lines(x_ptr, prm_ptr, val_ptr, idx_ptr, L, inner, s0, s1, s2, VALUES: tl
     need = ({spec["need"]}) != 0
     if need:
         ar = tl.arange(0, B)
+        work = work_ptr + line * (2 * B)
         inside = ar < L
         if desc != 0:
             _, a = _kv_line_keys(x_ptr, base, s1, ar, inside, True)
         else:
             _, a = _kv_line_keys(x_ptr, base, s1, ar, inside, False)
-        {spec["replay"]}
+        # a line of one element is in order; a static condition where Triton specializes L == 1, which keeps
+        # the replay's loops out of that kernel (Triton 3.6 fails to compile them there: TritonGPUCoalesce)
+        if L > 1:
+            {spec["replay"].replace(chr(10), chr(10) + "    ")}
         slot = ar - first
         _kv_write(x_ptr, val_ptr, idx_ptr, base, s1, a & 0x7FFFFFFF, slot, inside & (slot >= 0) & (slot < K),
                   out_base, inner, VALUES)
@@ -536,8 +545,10 @@ def kernel(inputs, outputs):
     # operation, not per element, so it takes as much of the line at once as a block may hold (1M pairs)
     budget = 1 << (20 if os.environ.get("TRITON_INTERPRET") == "1" else 13)
     ci = min(block, 1024 if budget > 8192 else 256)
-    _kv_lines[(lines,)](x, prm, {val_arg}, {idx_arg}, length, inner, x.stride(0), x.stride(1), x.stride(2),
-                        VALUES={values}, B=block, CI=ci, CJ=min(block, max(1, budget // ci)),
+    # the replays' scratch: per line, 2 * block int64
+    work = outputs[-1].new_empty((lines, 2 * block))
+    _kv_lines[(lines,)](x, prm, {val_arg}, {idx_arg}, work, length, inner, x.stride(0), x.stride(1),
+                        x.stride(2), VALUES={values}, B=block, CI=ci, CJ=min(block, max(1, budget // ci)),
                         CK=max(1, min(block, budget // block)), STACK=64{launch_args(params, contract=False)})
 '''
 
