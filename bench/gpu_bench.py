@@ -240,8 +240,13 @@ def load_part(path: Path, target: str) -> dict:
             "rows": read("gpu_rows.jsonl"), "verdicts": read("gpu_verdicts.jsonl"), "budgets": {}}
 
 
+def _case(row: dict) -> tuple[str, str, str]:
+    return row["op"], json.dumps(row["shape"], sort_keys=True), row["dtype"]
+
+
 def merge(paths: list[Path], out: Path, target: str) -> int:
-    """Join parts of one evaluation. A part without its own device record (a run cut short before writing
+    """Join parts of one evaluation; a case searched in more than one part keeps the latest part's row (a
+    re-search after a recipe changed). A part without its own device record (a run cut short before writing
     it) borrows the nearest part's and says so in the table."""
     parts = [load_part(p, target) for p in paths]
     known = [p for p in parts if p["device"]]
@@ -254,7 +259,7 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
             part["borrowed"] = True
         for row in part["rows"] + part["verdicts"]:
             row["copy_bytes_per_s"] = part["copy_bytes_per_s"]
-        rows += part["rows"]
+        rows = [r for r in rows if _case(r) not in {_case(new) for new in part["rows"]}] + part["rows"]
         verdicts += part["verdicts"]
     order = {(op, json.dumps(dims), dtype): i for i, (op, dims, dtype) in enumerate(KEY + CATALOG)}
     rows.sort(key=lambda r: order.get((r["op"], json.dumps(r["shape"]), r["dtype"]), len(order)))

@@ -2,17 +2,23 @@
 harness on nvidia_h100: compiled for sm_90, correct through the interpreter at a small timing shape and at the
 catalog's check shapes (empty bags and sequences, exact boundary hits, negative ids), in float32 and bfloat16
 where the op has both; feature_hash bit-exact, also with a power-of-two bucket count. Each op's default point and
-its alternative code path (shared-memory search, plain remainder, serial scan) or a sampled point; every knob
-responds to a diagnosis; a jagged kernel that keeps k - 1 items is caught."""
+its alternative code paths (global, shared-memory and grid search, plain remainder, serial scan) or a sampled
+point; the grid search also on boundaries chosen to defeat it; every knob responds to a diagnosis; a jagged kernel
+that keeps k - 1 items is caught."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+import textwrap
 
 import pytest
-from triton_cases import catalog_problem, evaluate, recipe_for
+import torch
 from kevolve import diagnosis as d
 from kevolve_triton.recipes import index
+from triton_cases import catalog_problem, evaluate, recipe_for
 
 SMALL = {
     "gather": {"rows": 64, "cols": 100, "k": 300},
@@ -53,6 +59,8 @@ def test_default_point_is_correct_and_compiled(op, dtype, facts, config):
 
 @pytest.mark.parametrize("op,dtype,change", [
     ("bucketize", "float32", {"SEARCH": "shared", "ITEMS": 2}),
+    ("bucketize", "float32", {"SEARCH": "global", "BLOCK": 256}),
+    ("bucketize", "float32", {"SEARCH": "grid", "CELLS": 1, "ITEMS": 4}),
     ("feature_hash", "int64", {"MOD": "div", "ITEMS": 4}),
     ("jagged_truncate", "bfloat16", {"SCAN": "serial", "TILE_B": 32, "num_warps": 2}),
     ("gather", "float32", None),
@@ -66,6 +74,53 @@ def test_alternative_and_sampled_points_are_correct(op, dtype, change, facts, co
     e = _check(prob, params, config, facts)
     if op == "jagged_truncate":
         assert e.resources["launches"] == (2 if params["SCAN"] == "serial" else 3)
+
+
+#: boundaries the catalog's generator never draws, each against x with planted hits, NaN and infinities
+_AWKWARD_BUCKETIZE = textwrap.dedent("""
+    import importlib.util, sys, torch
+    spec = importlib.util.spec_from_file_location("kernel_file", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    g = torch.Generator().manual_seed(0)
+    inf = float("inf")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    cases = {
+        "clustered": torch.cat([torch.randn(1000, generator=g) * 1e-3, torch.randn(24, generator=g) * 100]),
+        "ties": torch.randn(40, generator=g).round().repeat_interleave(25),
+        "infinite ends": torch.cat([torch.tensor([-inf]), torch.randn(30, generator=g), torch.tensor([inf])]),
+        "all equal": torch.full((64,), 1.5),
+        "one": torch.tensor([0.25]),
+        "none": torch.empty(0),
+    }
+    for name, boundaries in cases.items():
+        boundaries = boundaries.sort().values
+        x = torch.randn(3000, generator=g) * 3
+        if boundaries.numel():
+            x[::7] = boundaries[torch.randint(0, boundaries.numel(), (x[::7].numel(),), generator=g)]
+        x[:4] = torch.tensor([float("nan"), inf, -inf, 0.0])
+        out = torch.full(x.shape, -1, dtype=torch.int64, device=device)
+        module.kernel([x.to(device), boundaries.to(device)], [out])
+        expected = torch.bucketize(x, boundaries)
+        assert torch.equal(out.cpu(), expected), (name, (out.cpu() != expected).nonzero()[:5].flatten().tolist())
+    print("all cases match")
+""")
+
+
+@pytest.mark.parametrize("cells", [1, 2])
+def test_grid_bucketize_is_exact_on_boundaries_that_defeat_the_grid(cells, facts, tmp_path):
+    """Clustered and tied boundaries put most of them in one cell; infinite ends and equal boundaries leave no
+    grid to lay (every x searches all of them); an empty list puts every x in bucket 0. Compiled on a GPU where
+    there is one, through the interpreter otherwise; one cell per boundary makes a one-boundary grid one cell
+    wide, which Triton compiles as a constant."""
+    prob = catalog_problem("bucketize", "float32", SMALL["bucketize"])
+    recipe = recipe_for(index.RECIPES, prob)
+    params = {**recipe.space(prob, facts).default(), "SEARCH": "grid", "BLOCK": 512, "CELLS": cells}
+    kernel_file = tmp_path / "bucketize_grid.py"
+    kernel_file.write_text(recipe.render(prob, params))
+    run = subprocess.run([sys.executable, "-c", _AWKWARD_BUCKETIZE, str(kernel_file)], capture_output=True,
+                         check=False, text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": "0" if torch.cuda.is_available() else "1"})
+    assert run.returncode == 0 and "all cases match" in run.stdout, run.stderr[-3000:]
 
 
 def test_feature_hash_with_a_power_of_two_bucket_count_is_exact(facts, config):
