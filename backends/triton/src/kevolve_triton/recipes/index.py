@@ -218,7 +218,7 @@ class TritonBucketize(Recipe):
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         block, items = params["BLOCK"], params["ITEMS"]
         mode = ("global", "shared", "grid").index(params["SEARCH"])
-        return header(problem, params) + f"""@triton.jit
+        return header(problem, params) + _COMBINES + f"""@triton.jit
 def _grid(b_ptr, nb, cells):
     \"\"\"The grid's origin and cells per unit (nb >= 1), 0 where no grid can be laid (infinite or NaN ends, all
     equal). Both launches call this same code on the same boundaries, so they agree on the grid to the bit. Sizes
@@ -274,7 +274,7 @@ def _bucketize(x_ptr, b_ptr, table_ptr, out_ptr, n, nb, cells, STEPS: tl.constex
             c = _cell(x, first, scale, top)
             lo = tl.where(laid, tl.load(table_ptr + c, mask=mask, other=0).to(tl.int32), 0)
             hi = tl.where(laid, tl.load(table_ptr + c + 1, mask=mask, other=0).to(tl.int32), nb)
-            widest = tl.max(tl.where(mask, hi - lo, 0), axis=0)
+            widest = tl.reduce(tl.where(mask, hi - lo, 0), 0, _max)
             steps = 0
             while widest > 0:
                 widest = widest >> 1
