@@ -259,10 +259,11 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
             part["borrowed"] = True
         for row in part["rows"] + part["verdicts"]:
             row["copy_bytes_per_s"] = part["copy_bytes_per_s"]
-        rows = [r for r in rows if _case(r) not in {_case(new) for new in part["rows"]}] + part["rows"]
+        replaced = {_case(new) for new in part["rows"]}
+        rows = [r for r in rows if _case(r) not in replaced] + part["rows"]
         verdicts += part["verdicts"]
-    order = {(op, json.dumps(dims), dtype): i for i, (op, dims, dtype) in enumerate(KEY + CATALOG)}
-    rows.sort(key=lambda r: order.get((r["op"], json.dumps(r["shape"]), r["dtype"]), len(order)))
+    order = {_case({"op": op, "shape": dims, "dtype": dtype}): i for i, (op, dims, dtype) in enumerate(KEY + CATALOG)}
+    rows.sort(key=lambda r: order.get(_case(r), len(order)))
     budgets = {f"part {i + 1}": p.get("budgets") or "see note" for i, p in enumerate(parts)}
     summary = [{"device": p["device"], "copy_bytes_per_s": p["copy_bytes_per_s"], "rows": p["rows"],
                 "borrowed": p.get("borrowed", False)} for p in parts]

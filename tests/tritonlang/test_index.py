@@ -118,8 +118,9 @@ def test_grid_bucketize_is_exact_on_boundaries_that_defeat_the_grid(cells, facts
     params = {**recipe.space(prob, facts).default(), "SEARCH": "grid", "BLOCK": 512, "CELLS": cells}
     kernel_file = tmp_path / "bucketize_grid.py"
     kernel_file.write_text(recipe.render(prob, params))
+    interpret = "0" if torch.cuda.is_available() else "1"
     run = subprocess.run([sys.executable, "-c", _AWKWARD_BUCKETIZE, str(kernel_file)], capture_output=True,
-                         check=False, text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": "0" if torch.cuda.is_available() else "1"})
+                         check=False, text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": interpret})
     assert run.returncode == 0 and "all cases match" in run.stdout, run.stderr[-3000:]
 
 
