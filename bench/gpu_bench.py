@@ -60,6 +60,8 @@ CATALOG = [(op, {"n": 1 << 25}, "float32") for op in ("exp", "sigmoid", "tanh", 
     ("addmm_relu", {"m": 4096, "n": 4096, "k": 4096}, "bfloat16"),
     ("gather", {"rows": 16384, "cols": 1024, "k": 256}, "float32"),
     ("bucketize", {"n": 1 << 24, "boundaries": 1024}, "float32"),
+    ("dot_interaction", {"batch": 65536, "features": 26, "dim": 128}, "bfloat16"),
+    ("dot_interaction", {"batch": 16384, "features": 26, "dim": 128}, "float32"),
 ]
 #: searched with ncu as the profiler, for its verdicts
 VERDICTS = [("softmax", {"rows": 16384, "cols": 4096}, "float32"),

@@ -13,7 +13,7 @@ from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 
 REQUIRED = {"add", "mul", "exp", "gelu", "silu", "sum", "amax", "softmax", "log_softmax", "layer_norm", "rms_norm",
             "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash",
-            "jagged_truncate"}
+            "jagged_truncate", "dot_interaction"}
 
 
 def problem(name, **kw):
@@ -107,3 +107,15 @@ def test_kernelbench_file_is_a_problem(tmp_path):
     (tmp_path / "bad.py").write_text("x = 1\n")
     with pytest.raises(ProblemError, match="defines no 'Model'"):
         KernelBenchProblem(tmp_path / "bad.py")
+
+
+def test_dot_interaction_reference_matches_python_loops():
+    p = problem("dot_interaction", dims={"batch": 3, "features": 4, "dim": 5})
+    dense, sparse = p.make_inputs(p.dims, torch.Generator().manual_seed(0))
+    out = p.reference([dense, sparse])[0]
+    assert out.shape == (3, 5 + 10)
+    for b in range(3):
+        vectors = [dense[b]] + [sparse[b, f] for f in range(4)]
+        pairs = [float(vectors[i] @ vectors[j]) for i in range(5) for j in range(i)]
+        assert torch.equal(out[b, :5], dense[b])
+        assert torch.allclose(out[b, 5:], torch.tensor(pairs), rtol=1e-5, atol=1e-6)

@@ -263,6 +263,26 @@ def _jagged_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Te
     return inputs[1].nbytes + 2 * outputs[0].nbytes + outputs[1].nbytes
 
 
+def _interaction_inputs(dims: Dims, dtype: torch.dtype, gen: torch.Generator, attrs: Attrs) -> list[torch.Tensor]:
+    batch, dim = dims["batch"], dims["dim"]
+    return [_randn((batch, dim), dtype, gen), _randn((batch, dims["features"], dim), dtype, gen)]
+
+
+def _interaction_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tensor]:
+    """DLRM's dot interaction: stack the dense vector on the sparse features' embeddings, take every pair's dot
+    product, keep the strict lower triangle (row by row) after the dense vector."""
+    dense, sparse = inputs
+    stacked = torch.cat([dense.unsqueeze(1), sparse], dim=1)
+    gram = torch.bmm(stacked, stacked.transpose(1, 2))
+    rows, cols = torch.tril_indices(stacked.shape[1], stacked.shape[1], offset=-1, device=dense.device)
+    return [torch.cat([dense, gram[:, rows, cols]], dim=1)]
+
+
+def _interaction_flops(dims: Dims, attrs: Attrs) -> float:
+    vectors = dims["features"] + 1
+    return dims["batch"] * vectors * (vectors - 1) * dims["dim"]
+
+
 def catalog_ops() -> list[OpDef]:
     ops = [_pointwise(name) for name in POINTWISE]
     ops += [_reduction(name) for name in REDUCTIONS]
@@ -302,6 +322,16 @@ def catalog_ops() -> list[OpDef]:
             inputs=("ids",), dims={"n": 1 << 21}, check_dims=({"n": 1}, {"n": 1001}),
             make_inputs=_feature_hash_inputs, reference=_feature_hash_ref, attrs={"num_buckets": 1_000_003},
             dtypes=("int64",), flops=lambda dims, attrs: 8 * dims["n"], aliases=("hash_bucketize",),
+        ),
+        OpDef(
+            name="dot_interaction", family="interaction",
+            description="DLRM dot interaction: [dense, lower triangle of the pairwise dot products of dense and the "
+                        "sparse features' embeddings]",
+            inputs=("dense", "sparse"), dims={"batch": 4096, "features": 26, "dim": 128},
+            check_dims=({"batch": 1, "features": 1, "dim": 1}, {"batch": 37, "features": 5, "dim": 33},
+                        {"batch": 9, "features": 40, "dim": 20}),
+            make_inputs=_interaction_inputs, reference=_interaction_ref, flops=_interaction_flops,
+            tolerance_scale=_sqrt_scale("dim", 16.0), aliases=("interaction",),
         ),
         OpDef(
             name="jagged_truncate", family="jagged",

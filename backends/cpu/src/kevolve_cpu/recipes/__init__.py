@@ -15,13 +15,14 @@ def all_recipes() -> list[Recipe]:
         cpp_aten_other,
         cpp_aten_reduction,
         cpp_index,
+        cpp_interaction,
         cpp_matmul,
         cpp_pointwise,
         cpp_rows,
         numba_recipes,
     )
 
-    return [*cpp_pointwise.RECIPES, *cpp_index.RECIPES, *cpp_matmul.RECIPES, *cpp_rows.RECIPES,
-            *numba_recipes.RECIPES, *cpp_aten.RECIPES, *cpp_aten_reduction.RECIPES,
+    return [*cpp_pointwise.RECIPES, *cpp_index.RECIPES, *cpp_interaction.RECIPES, *cpp_matmul.RECIPES,
+            *cpp_rows.RECIPES, *numba_recipes.RECIPES, *cpp_aten.RECIPES, *cpp_aten_reduction.RECIPES,
             *cpp_aten_norm.RECIPES, *cpp_aten_matmul.RECIPES, *cpp_aten_conv.RECIPES, *cpp_aten_index.RECIPES,
             *cpp_aten_other.RECIPES]

@@ -15,11 +15,12 @@ def all_recipes() -> list[Recipe]:
         aten_pointwise,
         aten_reduction,
         index,
+        interaction,
         matmul,
         pointwise,
         rows,
     )
 
-    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *aten_pointwise.RECIPES,
-            *aten_reduction.RECIPES, *aten_norm.RECIPES, *aten_matmul.RECIPES, *aten_conv.RECIPES,
+    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *interaction.RECIPES,
+            *aten_pointwise.RECIPES, *aten_reduction.RECIPES, *aten_norm.RECIPES, *aten_matmul.RECIPES, *aten_conv.RECIPES,
             *aten_index.RECIPES, *aten_other.RECIPES]
