@@ -40,13 +40,13 @@ def machine() -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
-def table(rows: list[dict], info: dict, budget: int) -> str:
+def table(rows: list[dict], info: dict, budget: int, command: str) -> str:
     lines = [
         "# kevolve on the CPU target: best kernel found vs PyTorch eager and torch.compile", "",
         f"Machine: {info['cpu']}, {info['cores']} cores (measured: DRAM copy {info['dram_copy_gbps']} GB/s, "
         f"FMA peak {info['peak_fp32_gflops']} GFLOP/s fp32). Python {info['python']}, torch {info['torch']}, "
         f"numba {info['numba']}, {info['g++']}. Date: {info['date']}.", "",
-        f"Command: `python bench/cpu_bench.py --budget {budget}`. Search budget {budget} candidates per op (seed 0); "
+        f"Command: `{command}`. Search budget {budget} candidates per op (seed 0); "
         "then the best kernel is re-timed with eager and torch.compile (default mode) interleaved in one worker "
         "process. Times in ms per call: median [p10..p90]; speedups: median of per-sample ratios [p10..p90]. "
         "Output allocation is timed on every side.", "",
@@ -85,9 +85,12 @@ def main() -> int:
             r = rows[-1]
             print(op, r["correct"], {k: round(v["median"], 2) for k, v in r.get("speedups", {}).items()},
                   f"{r['search_s']:.0f}s", file=sys.stderr, flush=True)
-    (out / "cpu.json").write_text(json.dumps({"machine": info, "budget": args.budget, "rows": rows}, indent=1))
-    (out / "cpu.md").write_text(table(rows, info, args.budget))
-    print(table(rows, info, args.budget))
+    command = " ".join(["python", "bench/cpu_bench.py", *sys.argv[1:]])
+    (out / "cpu.json").write_text(json.dumps({"machine": info, "budget": args.budget, "command": command,
+                                              "rows": rows}, indent=1))
+    text = table(rows, info, args.budget, command)
+    (out / "cpu.md").write_text(text)
+    print(text)
     return 0
 
 

@@ -49,7 +49,8 @@ class TritonDotInteraction(Recipe):
         widest = max(16, _next_pow2(dim))
         # measured on an H100 at 26 features, dim 128: one warp per program is fastest, on 64-wide slices in
         # bfloat16 (batch 65536: 195 us; 2 warps 211, 4 warps 226, 8 warps 309) and 16-wide slices with tf32x3 in
-        # float32 (batch 16384: 143 us; 32-wide slices 158; exact "ieee" dots 640)
+        # float32 (batch 16384: 143 us; 32-wide slices 158; exact "ieee" dots 640); where the target offers
+        # num_stages, no software pipelining of the slice loop (bfloat16 181 us; 2-3 stages 196-199 us)
         slice_d = 64 if problem.dtype.itemsize <= 2 else 16
         params = [
             Param("BLOCK_D", pow2_range(16, 256), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
@@ -60,7 +61,7 @@ class TritonDotInteraction(Recipe):
             precisions = fp32_precisions(facts)
             params.append(Param("INPUT_PRECISION", precisions, {d.COMPUTE_BOUND: +1, d.SPILL_BOUND: -1},
                                 default="tf32x3" if "tf32x3" in precisions else precisions[0]))
-        params += with_defaults(launch_params(facts, self.families[0]), num_warps=1)
+        params += with_defaults(launch_params(facts, self.families[0]), num_warps=1, num_stages=1)
         # a tile of at most 64 elements a thread, and no slice wider than the dim
         return ScheduleSpace(params, valid=lambda p: p["BLOCK_D"] <= widest
                              and vectors * p["BLOCK_D"] <= 64 * 32 * p.get("num_warps", 4))
