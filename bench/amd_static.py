@@ -35,6 +35,7 @@ SHAPES = {
     "embedding_bag": {"vocab": 1000, "dim": 128, "bags": 64, "pool": 20},
     "bucketize": {"n": 65536, "boundaries": 1024},
     "jagged_truncate": {"batch": 256, "max_len": 128},
+    "dot_interaction": {"batch": 64, "features": 26, "dim": 128},
 }
 SHOWN = ("vgprs", "sgprs", "vgpr_spills", "scratch_bytes", "lds_bytes", "waves_per_simd", "occupancy", "launches")
 
@@ -70,7 +71,7 @@ def main() -> int:
     (out / "amd_static.json").write_text(json.dumps({"info": info, "rows": rows}, indent=1, default=str))
     lines = ["# AMD targets on a machine without AMD GPUs: compile + interpreter correctness + static ranking", "",
              f"Python {info['python']}, torch {info['torch']}, triton {info['triton']}, {info['date']}. Command: "
-             f"`python bench/amd_static.py --budget {args.budget}`. Every kernel below was compiled for the target's "
+             f"`{' '.join(['python', 'bench/amd_static.py', *sys.argv[1:]])}`. Every kernel below was compiled for the target's "
              "architecture and checked through the Triton interpreter at the op's check shapes and the shape shown. "
              f"Not timed on hardware: {rows[0]['untimed'] if rows else ''}", "",
              "| target | op | shape | correct | " + " | ".join(SHOWN) + " | modeled us | of roofline | diagnosis |",
