@@ -54,6 +54,12 @@ def parallel_for(threads: int, schedule: str = "static") -> str:
     return f"#pragma omp parallel for num_threads({threads}) schedule({schedule})"
 
 
+def task_schedule(per_task: int) -> str:
+    """An OpenMP schedule for loops over independent items: 0, one even contiguous share per thread (keeps
+    streams sequential); n, tasks of n items handed out dynamically (balances uneven work)."""
+    return "static" if per_task <= 0 else f"dynamic, {per_task}"
+
+
 def elementwise_loop(n: str, body: str, params: dict) -> str:
     """The loop every elementwise kernel shares: ``n`` elements in blocks of ``params["block"]`` spread over
     ``params["threads"]``, the inner loop under the chosen ``simd`` or ``unroll`` pragma; ``body`` sees ``i``."""

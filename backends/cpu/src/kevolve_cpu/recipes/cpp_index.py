@@ -16,15 +16,17 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import elementwise_loop, parallel_for, prelude, simd_or_unroll, threads_param
+from kevolve_cpu.recipes.cpp_common import (
+    elementwise_loop,
+    parallel_for,
+    prelude,
+    simd_or_unroll,
+    task_schedule,
+    threads_param,
+)
 
 INT64_MAX = (1 << 63) - 1
 
-
-def _schedule(per_task: int) -> str:
-    """0: one even contiguous share per thread (keeps streams sequential); n: tasks of n items, handed out
-    dynamically (balances uneven work)."""
-    return "static" if per_task <= 0 else f"dynamic, {per_task}"
 
 
 def _simd(params: dict) -> str:
@@ -73,7 +75,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     // whole upcoming rows are prefetched only where a row of indices touches most of its lines
     const int64_t prefetch_bytes = cols <= 8 * k ? cols * (int64_t)sizeof(st_t) : 0;
     (void)prefetch_bytes;
-    {parallel_for(params["threads"], _schedule(params["rows_per_task"]))}
+    {parallel_for(params["threads"], task_schedule(params["rows_per_task"]))}
     for (int64_t i = 0; i < rows; ++i) {{{prefetch}
         const st_t* __restrict xr = x + i * cols;
         const int64_t* __restrict ir = index + i * k;
@@ -135,7 +137,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const int64_t* __restrict off = (const int64_t*)in[2].data;
     st_t* __restrict o = (st_t*)out[0].data;
     (void)nnz;
-    {parallel_for(params["threads"], _schedule(params["bags_per_task"]))}
+    {parallel_for(params["threads"], task_schedule(params["bags_per_task"]))}
     for (int64_t b = 0; b < bags; ++b) {{
         const int64_t s = off[b], e = off[b + 1];
         st_t* __restrict orow = o + b * dim;

@@ -14,12 +14,7 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import parallel_for, prelude, threads_param
-
-
-def _schedule(per_task: int) -> str:
-    """0: one even contiguous share per thread; n: tasks of n samples handed out dynamically."""
-    return "static" if per_task <= 0 else f"dynamic, {per_task}"
+from kevolve_cpu.recipes.cpp_common import parallel_for, prelude, task_schedule, threads_param
 
 
 class CppDotInteraction(Recipe):
@@ -55,7 +50,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const st_t* __restrict dense = (const st_t*)in[0].data;
     const st_t* __restrict sparse = (const st_t*)in[1].data;
     st_t* __restrict o = (st_t*)out[0].data;
-    {parallel_for(params["threads"], _schedule(params["samples_per_task"]))}
+    {parallel_for(params["threads"], task_schedule(params["samples_per_task"]))}
     for (int64_t b = 0; b < batch; ++b) {{
         const st_t* __restrict x0 = dense + b * dim;
         const st_t* __restrict xs = sparse + b * features * dim;
