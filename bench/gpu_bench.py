@@ -62,6 +62,8 @@ CATALOG = [(op, {"n": 1 << 25}, "float32") for op in ("exp", "sigmoid", "tanh", 
     ("bucketize", {"n": 1 << 24, "boundaries": 1024}, "float32"),
     ("dot_interaction", {"batch": 65536, "features": 26, "dim": 128}, "bfloat16"),
     ("dot_interaction", {"batch": 16384, "features": 26, "dim": 128}, "float32"),
+    ("target_attention", {"batch": 16384, "history": 128, "dim": 128}, "bfloat16"),
+    ("target_attention", {"batch": 16384, "history": 128, "dim": 64}, "float32"),
 ]
 #: searched with ncu as the profiler, for its verdicts
 VERDICTS = [("softmax", {"rows": 16384, "cols": 4096}, "float32"),

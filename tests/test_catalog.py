@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
-
 from kevolve.errors import ProblemError, UnknownOpError
 from kevolve.plugins import get_manager
 from kevolve.problems.catalog import CatalogProblem
@@ -13,7 +14,7 @@ from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 
 REQUIRED = {"add", "mul", "exp", "gelu", "silu", "sum", "amax", "softmax", "log_softmax", "layer_norm", "rms_norm",
             "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash",
-            "jagged_truncate", "dot_interaction"}
+            "jagged_truncate", "dot_interaction", "target_attention"}
 
 
 def problem(name, **kw):
@@ -119,3 +120,21 @@ def test_dot_interaction_reference_matches_python_loops():
         pairs = [float(vectors[i] @ vectors[j]) for i in range(5) for j in range(i)]
         assert torch.equal(out[b, :5], dense[b])
         assert torch.allclose(out[b, 5:], torch.tensor(pairs), rtol=1e-5, atol=1e-6)
+
+
+def test_target_attention_reference_matches_python_loops():
+    p = problem("target_attention", dims={"batch": 6, "history": 5, "dim": 4})
+    query, keys, values, lengths = p.make_inputs(p.dims, torch.Generator().manual_seed(3))
+    lengths[:3] = torch.tensor([0, 5, 1])  # empty, full and single histories
+    out = p.reference([query, keys, values, lengths])[0]
+    for b in range(6):
+        n = int(lengths[b])
+        if n == 0:
+            assert torch.equal(out[b], torch.zeros(4))
+            continue
+        scores = [float(query[b] @ keys[b, l]) / 2.0 for l in range(n)]
+        top = max(scores)
+        weights = [math.exp(s - top) for s in scores]
+        expected = sum(w * values[b, l] for l, w in enumerate(weights)) / sum(weights)
+        assert torch.allclose(out[b], expected, rtol=1e-5, atol=1e-6)
+    assert p.bytes_moved(p.dims, [query, keys, values, lengths], [out]) < sum(t.nbytes for t in (keys, values))

@@ -19,7 +19,7 @@ SMALL = {
     "bucketize": {"n": 5000, "boundaries": 64}, "feature_hash": {"n": 5000},
     "embedding_bag": {"vocab": 500, "dim": 32, "bags": 24, "pool": 5},
     "gather": {"rows": 40, "cols": 100, "k": 17}, "jagged": {"batch": 64, "max_len": 16},
-    "interaction": {"batch": 24, "features": 26, "dim": 64},
+    "interaction": {"batch": 24, "features": 26, "dim": 64}, "attention": {"batch": 24, "history": 40, "dim": 32},
 }
 
 OPS = get_manager().ops.names()

@@ -14,6 +14,7 @@ def all_recipes() -> list[Recipe]:
         cpp_aten_norm,
         cpp_aten_other,
         cpp_aten_reduction,
+        cpp_attention,
         cpp_index,
         cpp_interaction,
         cpp_matmul,
@@ -22,7 +23,7 @@ def all_recipes() -> list[Recipe]:
         numba_recipes,
     )
 
-    return [*cpp_pointwise.RECIPES, *cpp_index.RECIPES, *cpp_interaction.RECIPES, *cpp_matmul.RECIPES,
-            *cpp_rows.RECIPES, *numba_recipes.RECIPES, *cpp_aten.RECIPES, *cpp_aten_reduction.RECIPES,
-            *cpp_aten_norm.RECIPES, *cpp_aten_matmul.RECIPES, *cpp_aten_conv.RECIPES, *cpp_aten_index.RECIPES,
-            *cpp_aten_other.RECIPES]
+    return [*cpp_pointwise.RECIPES, *cpp_index.RECIPES, *cpp_interaction.RECIPES, *cpp_attention.RECIPES,
+            *cpp_matmul.RECIPES, *cpp_rows.RECIPES, *numba_recipes.RECIPES, *cpp_aten.RECIPES,
+            *cpp_aten_reduction.RECIPES, *cpp_aten_norm.RECIPES, *cpp_aten_matmul.RECIPES, *cpp_aten_conv.RECIPES,
+            *cpp_aten_index.RECIPES, *cpp_aten_other.RECIPES]

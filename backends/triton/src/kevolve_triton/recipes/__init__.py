@@ -14,6 +14,7 @@ def all_recipes() -> list[Recipe]:
         aten_other,
         aten_pointwise,
         aten_reduction,
+        attention,
         index,
         interaction,
         matmul,
@@ -22,5 +23,5 @@ def all_recipes() -> list[Recipe]:
     )
 
     return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *interaction.RECIPES,
-            *aten_pointwise.RECIPES, *aten_reduction.RECIPES, *aten_norm.RECIPES, *aten_matmul.RECIPES, *aten_conv.RECIPES,
-            *aten_index.RECIPES, *aten_other.RECIPES]
+            *attention.RECIPES, *aten_pointwise.RECIPES, *aten_reduction.RECIPES, *aten_norm.RECIPES,
+            *aten_matmul.RECIPES, *aten_conv.RECIPES, *aten_index.RECIPES, *aten_other.RECIPES]

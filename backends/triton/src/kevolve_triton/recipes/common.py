@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -35,6 +36,22 @@ RESPONSES: dict[str, dict[str, int]] = {
     "num_warps": {d.SPILL_BOUND: +1, d.LATENCY_BOUND: -1, d.COMPUTE_BOUND: +1},
     "num_stages": {d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1},
 }
+
+
+#: combine functions for tl.reduce / tl.associative_scan, defined in the kernel file: tl.sum, tl.max, tl.cumsum,
+#: tl.zeros and tl.cdiv are @jit helpers of triton.language.standard, which Triton's interpreter cannot call when
+#: triton was imported before TRITON_INTERPRET was set (as in the harness's workers)
+COMBINES = """@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _max(a, b):
+    return tl.maximum(a, b)
+
+
+"""
 
 
 def compute_type(dtype: torch.dtype) -> str:
@@ -82,6 +99,16 @@ def triton_expr(expr: Expr, spellings: Mapping[str, str] | None = None,
         raise ValueError(f"no Triton spelling for {fn}")
 
     return render(expr, spell, literal)
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def with_defaults(params: list[Param], **defaults: Any) -> list[Param]:
+    """Launch knobs with a recipe's own defaults, where the target offers that choice."""
+    return [replace(p, default=defaults[p.name]) if defaults.get(p.name) in p.choices else p for p in params]
 
 
 def pow2_range(low: int, high: int) -> tuple[int, ...]:

@@ -7,7 +7,6 @@ their storage dtype; sums (embedding_bag) accumulate in float32.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import torch
@@ -19,35 +18,21 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, warp_size
+from kevolve_triton.recipes.common import (
+    COMBINES,
+    header,
+    launch_args,
+    launch_params,
+    next_pow2,
+    pow2_range,
+    warp_size,
+    with_defaults,
+)
 
 INT64_MAX = (1 << 63) - 1
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
-
-
-def _with_defaults(params: list[Param], **defaults: Any) -> list[Param]:
-    """Launch knobs with this recipe's defaults where the target offers that choice."""
-    return [replace(p, default=defaults[p.name]) if defaults.get(p.name) in p.choices else p for p in params]
-
-
-#: combine functions for tl.reduce / tl.associative_scan, defined in the kernel file: tl.sum, tl.max, tl.cumsum,
-#: tl.zeros and tl.cdiv are @jit helpers of triton.language.standard, which Triton's interpreter cannot call when
-#: triton was imported before TRITON_INTERPRET was set (as in the harness's workers)
-_COMBINES = """@triton.jit
-def _add(a, b):
-    return a + b
-
-
-@triton.jit
-def _max(a, b):
-    return tl.maximum(a, b)
-
-
-"""
 
 
 def _per_thread_ok(elements: int, params: dict[str, Any], lanes: int, low: int, high: int) -> bool:
@@ -73,15 +58,15 @@ class TritonGather(Recipe):
         lanes = warp_size(facts)
         k = int(problem.dims.get("k", 256))
         # measured on an H100 at 4096 x 1024, k 256: 256-element tiles over 2 warps beat larger tiles by ~1.7x
-        block_k = min(256, max(16, _next_pow2(k)))
+        block_k = min(256, max(16, next_pow2(k)))
         return ScheduleSpace([
             Param("BLOCK_ROWS", (1, 2, 4, 8, 16, 32, 64), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1,
                                                           d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1},
                   default=max(1, 256 // block_k)),
             Param("BLOCK_K", pow2_range(16, 1024), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
                                                     d.OCCUPANCY_LIMITED: -1}, default=block_k),
-            *_with_defaults(launch_params(facts, self.families[0]), num_warps=2),
-        ], valid=lambda p: p["BLOCK_K"] <= max(16, _next_pow2(k))
+            *with_defaults(launch_params(facts, self.families[0]), num_warps=2),
+        ], valid=lambda p: p["BLOCK_K"] <= max(16, next_pow2(k))
             and _per_thread_ok(p["BLOCK_ROWS"] * p["BLOCK_K"], p, lanes, 1, 32))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
@@ -127,7 +112,7 @@ class TritonEmbeddingBag(Recipe):
         lanes = warp_size(facts)
         dim = int(problem.dims.get("dim", 128))
         # measured on an H100 at dim 128, pool 20: one warp on a 64-wide slice, 8 rows in flight, is fastest
-        block_dim = min(64, max(16, _next_pow2(dim)))
+        block_dim = min(64, max(16, next_pow2(dim)))
         return ScheduleSpace([
             Param("BLOCK_DIM", pow2_range(16, 512), {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1,
                                                      d.SPILL_BOUND: -1, d.LATENCY_BOUND: -1}, default=block_dim),
@@ -135,13 +120,13 @@ class TritonEmbeddingBag(Recipe):
             Param("BLOCK_IDX", (1, 2, 4, 8, 16, 32, 64), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1,
                                                           d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1},
                   default=8),
-            *_with_defaults(launch_params(facts, self.families[0]), num_warps=1),
-        ], valid=lambda p: p["BLOCK_DIM"] <= max(16, _next_pow2(dim))
+            *with_defaults(launch_params(facts, self.families[0]), num_warps=1),
+        ], valid=lambda p: p["BLOCK_DIM"] <= max(16, next_pow2(dim))
             and _per_thread_ok(p["BLOCK_IDX"] * p["BLOCK_DIM"], p, lanes, 1, 64))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         bd, bi = params["BLOCK_DIM"], params["BLOCK_IDX"]
-        return header(problem, params) + _COMBINES + f"""@triton.jit
+        return header(problem, params) + COMBINES + f"""@triton.jit
 def _embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, out_ptr, dim, stride_w,
                           BLOCK_DIM: tl.constexpr, BLOCK_IDX: tl.constexpr):
     bag = tl.program_id(0)
@@ -218,7 +203,7 @@ class TritonBucketize(Recipe):
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         block, items = params["BLOCK"], params["ITEMS"]
         mode = ("global", "shared", "grid").index(params["SEARCH"])
-        return header(problem, params) + _COMBINES + f"""@triton.jit
+        return header(problem, params) + COMBINES + f"""@triton.jit
 def _grid(b_ptr, nb, cells):
     \"\"\"The grid's origin and cells per unit (nb >= 1), 0 where no grid can be laid (infinite or NaN ends, all
     equal). Both launches call this same code on the same boundaries, so they agree on the grid to the bit. Sizes
@@ -415,9 +400,9 @@ class TritonJaggedTruncate(Recipe):
                                                             d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1},
                   default=256),
             Param("K_CHUNK", (8, 16, 32, 64, 128), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1},
-                  default=min(32, max(8, _next_pow2(k)))),
-            *_with_defaults(launch_params(facts, self.families[0]), num_warps=8),
-        ], valid=lambda p: p["K_CHUNK"] <= max(8, _next_pow2(k))
+                  default=min(32, max(8, next_pow2(k)))),
+            *with_defaults(launch_params(facts, self.families[0]), num_warps=8),
+        ], valid=lambda p: p["K_CHUNK"] <= max(8, next_pow2(k))
             and _per_thread_ok(p["TILE_B"] * p["K_CHUNK"], p, lanes, 1, 32))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
@@ -433,7 +418,7 @@ class TritonJaggedTruncate(Recipe):
     _jagged_scan_tiles[(1,)](out_offsets, batch, grid[0], TILE_B={tile}, BLOCK={scan_block}, num_warps={scan_warps})
     _jagged_copy[grid](values, offsets, out_values, out_offsets, batch, K={k}, TILE_B={tile}, K_CHUNK={chunk},
                        WRITE_OFFSETS=True{launch_args(params)})"""
-        return header(problem, params) + _COMBINES + f"""@triton.jit
+        return header(problem, params) + COMBINES + f"""@triton.jit
 def _jagged_scan_serial(offsets_ptr, out_offsets_ptr, batch, K: tl.constexpr, BLOCK: tl.constexpr):
     # one program: out_offsets[i + 1] = sum of min(length, K) over sequences 0..i, a tile at a time
     total = tl.full((), 0, tl.int64)

@@ -20,14 +20,11 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range
-from kevolve_triton.recipes.matmul import fp32_precisions, with_defaults
+from kevolve_triton.recipes.common import header, launch_args, launch_params, next_pow2, pow2_range, with_defaults
+from kevolve_triton.recipes.matmul import fp32_precisions
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
 
 
 class TritonDotInteraction(Recipe):
@@ -45,8 +42,8 @@ class TritonDotInteraction(Recipe):
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         dim = int(problem.dims.get("dim", 128))
-        vectors = max(16, _next_pow2(int(problem.dims.get("features", 26)) + 1))
-        widest = max(16, _next_pow2(dim))
+        vectors = max(16, next_pow2(int(problem.dims.get("features", 26)) + 1))
+        widest = max(16, next_pow2(dim))
         # measured on an H100 at 26 features, dim 128: one warp per program is fastest, on 64-wide slices in
         # bfloat16 (batch 65536: 195 us; 2 warps 211, 4 warps 226, 8 warps 309) and 16-wide slices with tf32x3 in
         # float32 (batch 16384: 143 us; 32-wide slices 158; exact "ieee" dots 640); where the target offers

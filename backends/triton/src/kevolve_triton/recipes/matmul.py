@@ -16,7 +16,6 @@ dtype. Sizes and strides are read from the tensors at run time.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import torch
@@ -27,7 +26,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.device import triton_facts
-from kevolve_triton.recipes.common import header, launch_args, launch_params, warp_size
+from kevolve_triton.recipes.common import header, launch_args, launch_params, next_pow2, warp_size, with_defaults
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -37,13 +36,6 @@ BLOCK_K_CHOICES = (16, 32, 64, 128)
 MAX_ACC_PER_THREAD = 128
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
-
-
-def with_defaults(params: list[Param], **defaults: Any) -> list[Param]:
-    """Launch knobs with this recipe's defaults where the target offers that choice."""
-    return [replace(p, default=defaults[p.name]) if defaults.get(p.name) in p.choices else p for p in params]
 
 
 def _shared_limit(facts: MachineFacts) -> int:
@@ -88,8 +80,8 @@ class TritonMatmul(Recipe):
             if -(-m // bm) * -(-n // bn) >= facts.parallel_units // 2:
                 block_m, block_n = bm, bn
                 break
-        block_m, block_n = min(block_m, max(16, _next_pow2(m))), min(block_n, max(16, _next_pow2(n)))
-        block_k = min(32 if fp32 else 64, max(16, _next_pow2(k)))
+        block_m, block_n = min(block_m, max(16, next_pow2(m))), min(block_n, max(16, next_pow2(n)))
+        block_k = min(32 if fp32 else 64, max(16, next_pow2(k)))
         warps = 8 if block_m * block_n >= 128 * 128 else max(1, min(4, block_m * block_n // (4 * lanes)))
         stages = 3 if block_m * block_n > 128 * 128 else 4
         # tf32x3 wins where the grid is small (latency-bound); on 128x128 tiles the FMA path ("ieee") was faster
@@ -113,7 +105,7 @@ class TritonMatmul(Recipe):
         def valid(p: dict[str, Any]) -> bool:
             bm, bn, bk = p["BLOCK_M"], p["BLOCK_N"], p["BLOCK_K"]
             # no tile far larger than the timing shape (it would compute mostly padding)
-            if bm > max(16, _next_pow2(m)) or bn > max(16, _next_pow2(n)) or bk > max(16, _next_pow2(k)):
+            if bm > max(16, next_pow2(m)) or bn > max(16, next_pow2(n)) or bk > max(16, next_pow2(k)):
                 return False
             warps = p.get("num_warps", 4)
             if bm * bn > MAX_ACC_PER_THREAD * lanes * warps:

@@ -33,7 +33,15 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_expr, warp_size
+from kevolve_triton.recipes.common import (
+    header,
+    launch_args,
+    launch_params,
+    next_pow2,
+    pow2_range,
+    triton_expr,
+    warp_size,
+)
 
 #: storage dtypes the row kernels load and store (float64 would lose precision computing in float32)
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -52,9 +60,6 @@ _ELEMS_PER_THREAD = 16
 _REDUCE_ELEMS_PER_THREAD = 8
 
 
-def _next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
 
 def _timing_cols(problem: Problem) -> int:
     return int(problem.dims.get("cols", 1024))
@@ -71,7 +76,7 @@ def _single_limit(problem: Problem) -> int:
 
 def _row_space(problem: Problem, facts: MachineFacts, family: str) -> ScheduleSpace:
     cols, rows = _timing_cols(problem), _timing_rows(problem)
-    block = _next_pow2(cols)
+    block = next_pow2(cols)
     warp = warp_size(facts)
     # MAX_BLOCK only matters at the timing shape through whether the row fits: below it loops, at it does not
     max_block_choices = tuple(sorted({max(1, block // 2), block}))
