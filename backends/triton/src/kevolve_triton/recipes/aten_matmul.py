@@ -82,6 +82,9 @@ def _declined(why):
     return RuntimeError("declined: " + why)
 
 
+def _next_pow2(n):
+    return 1 << max(0, (int(n) - 1).bit_length())
+
 
 def _batch_layout(tensors, bshape):
     """The output's batch dimensions of size > 1, innermost first, padded to MAX_BATCH: sizes, then for each
@@ -226,9 +229,9 @@ def _gemm_host(inputs: tuple[tuple[str, str], ...], out_dtype: str, trans_b: boo
         raise _declined("output size")
     if out.numel() == 0:
         return
-    block_m = min({params["BLOCK_M"]}, max(16, next_pow2(M)))
-    block_n = min({params["BLOCK_N"]}, max(16, next_pow2(N)))
-    block_k = min({params["BLOCK_K"]}, max(16, next_pow2(K)))
+    block_m = min({params["BLOCK_M"]}, max(16, _next_pow2(M)))
+    block_n = min({params["BLOCK_N"]}, max(16, _next_pow2(N)))
+    block_k = min({params["BLOCK_K"]}, max(16, _next_pow2(K)))
     tiles_n = triton.cdiv(N, block_n)
     tiles = triton.cdiv(M, block_m) * tiles_n
     batch_args, kept = _batch_layout(inputs, bshape)
@@ -391,8 +394,8 @@ def _attention_host(inputs: tuple[tuple[str, str], ...], out_dtype: str, a: dict
     dropout = float(a["dropout_p"]) > 0.0
     # dropout: one program walks the tiles in row order (the generator only moves forward), key blocks as wide
     # as the keys up to 128; a tile has several rows only when its rows fit one key block
-    block_s = f"min({128 if dropout else params['BLOCK_S']}, max(16, next_pow2(S)))"
-    block_l = f"min({params['BLOCK_L']}, next_pow2(L))"
+    block_s = f"min({128 if dropout else params['BLOCK_S']}, max(16, _next_pow2(S)))"
+    block_l = f"min({params['BLOCK_L']}, _next_pow2(L))"
     if dropout:
         block_l = f"(1 if S > block_s else {block_l})"
     return f"""def kernel(inputs, outputs):
@@ -438,7 +441,7 @@ def _attention_host(inputs: tuple[tuple[str, str], ...], out_dtype: str, a: dict
                v.stride(nd - 1)] + mask_strides
     _kv_attention_kernel[(triton.cdiv(tiles, tiles_per),)](
         *inputs, out, tiles, tiles_per, tiles_l, L, S, E, Ev, *strides, *batch_args, NB=kept, BLOCK_L=block_l,
-        BLOCK_S=block_s, BLOCK_E={params["BLOCK_E"]}, BLOCK_EV=max(16, next_pow2(Ev)){launch_args(params, contract=False)})
+        BLOCK_S=block_s, BLOCK_E={params["BLOCK_E"]}, BLOCK_EV=max(16, _next_pow2(Ev)){launch_args(params, contract=False)})
 """
 
 
