@@ -188,7 +188,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             lines += ["", f"Memory-bound rows (classifier verdict) at >= 80% of the copy bandwidth, per call (`BW`): "
                           f"{len(memory) - len(low)} of {len(memory)}" + (f"; below: {', '.join(low)}." if low else ".")]
             graphed = [(r, r["bytes"] / r["device_s"]["kernel"] / r.get("copy_bytes_per_s", copy_bps))
-                       for r, _ in memory if r.get("device_s") and r.get("bytes")]
+                       for r, _ in memory if r.get("device_s", {}).get("kernel") and r.get("bytes")]
             if graphed:
                 low = [f"{name(r)} ({f:.0%})" for r, f in graphed if f < 0.8]
                 lines.append(f"By device time in a CUDA graph (`BW graph`): {len(graphed) - len(low)} of {len(graphed)}"
@@ -248,6 +248,47 @@ def _case(row: dict) -> tuple[str, str, str]:
     return row["op"], json.dumps(row["shape"], sort_keys=True), row["dtype"]
 
 
+def _catalog_order(rows: list[dict]) -> None:
+    """Sort rows as the case lists run them (key ops first)."""
+    order = {_case({"op": op, "shape": dims, "dtype": dtype}): i for i, (op, dims, dtype) in enumerate(KEY + CATALOG)}
+    rows.sort(key=lambda r: order.get(_case(r), len(order)))
+
+
+def combine(paths: list[Path], out: Path, target: str) -> int:
+    """Several re-timings of the same rows (``--retime-from`` runs) -> one table. Per case, the row of the run
+    whose speedup over torch.compile is the median of the runs' is shown, whole (its times, its run's copy
+    bandwidth): a run disturbed by something else on the GPU moves single rows by up to 3x (seen 2026-11-24:
+    layer_norm at 26% of the copy bandwidth in one run, 79-84% in the others), and the median of three is robust
+    to one such run. Every run's ratio is listed under the table."""
+    runs = [load_part(p, target) for p in paths]
+    by_case: dict[tuple, list[dict]] = {}
+    for run in runs:
+        for row in run["rows"]:
+            if "speedups" in row:
+                by_case.setdefault(_case(row), []).append({**row, "copy_bytes_per_s": run["copy_bytes_per_s"]})
+    rows = []
+    for case_rows in by_case.values():
+        ranked = sorted(case_rows, key=lambda r: r["speedups"]["compile"]["median"])
+        rows.append({**ranked[(len(ranked) - 1) // 2],
+                     "runs_vs_compile": [r["speedups"]["compile"]["median"] for r in case_rows]})
+    _catalog_order(rows)
+    info = {**runs[-1]["device"], "command": "python bench/gpu_bench.py --combine " + " ".join(map(str, paths))}
+    summary = [{"device": r["device"], "copy_bytes_per_s": r["copy_bytes_per_s"], "rows": r["rows"]} for r in runs]
+    text = write_tables(out, target, info, runs[-1]["copy_bytes_per_s"], rows, [], runs[-1].get("budgets") or {},
+                        summary)
+    geo = lambda values: math.exp(sum(map(math.log, values)) / len(values))  # noqa: E731
+    lines = ["", "vs torch.compile in each run (in run order; the row above is the median run's):", ""]
+    lines += [f"- {r['op']} {' '.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']}: "
+              + ", ".join(f"{x:.2f}x" for x in r["runs_vs_compile"]) for r in rows]
+    lines += ["", "Geometric mean vs torch.compile of each run alone: "
+              + ", ".join(f"{geo([x['speedups']['compile']['median'] for x in run['rows'] if 'speedups' in x]):.3f}x"
+                          f" ({run['device']['date']})" for run in runs) + "."]
+    with (out / f"{target}.md").open("a") as md:
+        md.write("\n".join(lines) + "\n")
+    print(text + "\n".join(lines))
+    return 0
+
+
 def merge(paths: list[Path], out: Path, target: str) -> int:
     """Join parts of one evaluation; a case searched in more than one part keeps the latest part's row (a
     re-search after a recipe changed). A part without its own device record (a run cut short before writing
@@ -266,8 +307,7 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
         replaced = {_case(new) for new in part["rows"]}
         rows = [r for r in rows if _case(r) not in replaced] + part["rows"]
         verdicts += part["verdicts"]
-    order = {_case({"op": op, "shape": dims, "dtype": dtype}): i for i, (op, dims, dtype) in enumerate(KEY + CATALOG)}
-    rows.sort(key=lambda r: order.get(_case(r), len(order)))
+    _catalog_order(rows)
     budgets = {f"part {i + 1}": p.get("budgets") or "see note" for i, p in enumerate(parts)}
     summary = [{"device": p["device"], "copy_bytes_per_s": p["copy_bytes_per_s"], "rows": p["rows"],
                 "borrowed": p.get("borrowed", False)} for p in parts]
@@ -321,6 +361,17 @@ def stream_time(fn, sets: int, calls: int = 24, repeats: int = 15) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3 / calls)
     return sorted(times)[len(times) // 2]
+
+
+def graph_time(fn, sets: int) -> float | None:
+    """stream_time, or None where ``fn`` cannot be captured in a CUDA graph (a reference that reads a
+    value-dependent size back to the host, as jagged_truncate's does): its quiet timing still stands."""
+    try:
+        return stream_time(fn, sets)
+    except RuntimeError as exc:
+        print(f"  no CUDA graph: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
+        torch.cuda.synchronize()
+        return None
 
 
 def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inner: int = 10) -> None:
@@ -387,8 +438,8 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             sets = max(2, -(-4 * l2 // int(nbytes)) + 1)
             in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
             out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]
-            device_s = {"kernel": stream_time(lambda i: kernels[best](in_sets[i], out_sets[i]), sets),
-                        "eager": stream_time(lambda i: problem.reference(in_sets[i]), sets)}
+            device_s = {"kernel": graph_time(lambda i: kernels[best](in_sets[i], out_sets[i]), sets),
+                        "eager": graph_time(lambda i: problem.reference(in_sets[i]), sets)}
             request = ProfileRequest(run=thunks[best], time_s=timings[best].median, flops=problem.flops(problem.dims),
                                      bytes=nbytes, dtype=dtype_name(problem.dtype), facts=facts,
                                      parameters=fin["parameters"], resources=row.get("resources") or {},
@@ -410,8 +461,8 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
                    device_s=device_s, bytes=nbytes, timed="quiet")
         print("retimed", row["op"], row["shape"], row["dtype"],
               f"{row['search']['timings']['kernel']['median'] * 1e6:.1f} -> {timings[best].median * 1e6:.1f} us "
-              f"(device {device_s['kernel'] * 1e6:.1f}, eager {timings['eager'].median * 1e6:.1f} / "
-              f"{device_s['eager'] * 1e6:.1f})", fin["parameters"], diagnosis.summary[:120], flush=True)
+              f"(device {device_s['kernel'] or 0:.2e} s, eager {timings['eager'].median * 1e6:.1f} us / "
+              f"{device_s['eager'] or 0:.2e} s)", fin["parameters"], diagnosis.summary[:120], flush=True)
 
 
 def compile_baselines(rows_path: Path, out_path: Path, repeats: int = 41, inner: int = 10) -> None:
@@ -482,6 +533,8 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--verdict-budget", type=int, default=6)
     parser.add_argument("--jobs", type=int, default=4, help="searches run at once (timing is exclusive)")
+    parser.add_argument("--combine", nargs="*", help="several --retime-from runs of the same rows: one table of "
+                        "each case's median run (see combine)")
     parser.add_argument("--merge", nargs="*", help="combine the JSON results of earlier runs (one per part) into "
                         "one table under --out, instead of running")
     parser.add_argument("--deadline-s", type=float, default=1e9, help="start no new case after this many seconds")
@@ -496,6 +549,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.merge:
         return merge([Path(m) for m in args.merge], out, args.target)
+    if args.combine:
+        return combine([Path(m) for m in args.combine], out, args.target)
     started = time.time()
     info = device_info(args.target)
     info["command"] = "python bench/gpu_bench.py " + " ".join("$OUT" if a == str(out) else a for a in sys.argv[1:])
