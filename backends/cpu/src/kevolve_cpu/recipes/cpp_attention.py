@@ -14,7 +14,7 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import prelude, task_schedule, threads_param
+from kevolve_cpu.recipes.cpp_common import prelude, task_schedule, tasks_param, threads_param
 
 
 class CppTargetAttention(Recipe):
@@ -25,8 +25,7 @@ class CppTargetAttention(Recipe):
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([
             threads_param(facts),
-            # samples per task, smallest first; 0 = one even contiguous share per thread (the largest tasks)
-            Param("samples_per_task", (1, 16, 64, 0), {d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: +1}, default=16),
+            tasks_param("samples_per_task"),
             Param("simd", ("none", "omp"), {d.COMPUTE_BOUND: +1}, default="omp"),
         ])
 

@@ -54,6 +54,11 @@ def parallel_for(threads: int, schedule: str = "static") -> str:
     return f"#pragma omp parallel for num_threads({threads}) schedule({schedule})"
 
 
+def tasks_param(name: str, choices: tuple[int, ...] = (1, 16, 64, 0), default: int = 16) -> Param:
+    """Items per task of a loop scheduled by task_schedule, smallest first (0 last: the largest tasks)."""
+    return Param(name, choices, {d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: +1}, default=default)
+
+
 def task_schedule(per_task: int) -> str:
     """An OpenMP schedule for loops over independent items: 0, one even contiguous share per thread (keeps
     streams sequential); n, tasks of n items handed out dynamically (balances uneven work)."""

@@ -22,11 +22,11 @@ from kevolve_cpu.recipes.cpp_common import (
     prelude,
     simd_or_unroll,
     task_schedule,
+    tasks_param,
     threads_param,
 )
 
 INT64_MAX = (1 << 63) - 1
-
 
 
 def _simd(params: dict) -> str:
@@ -49,8 +49,7 @@ class CppGather(Recipe):
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([
             threads_param(facts),
-            # rows per task, smallest first; 0 = one even contiguous share per thread (the largest tasks)
-            Param("rows_per_task", (1, 8, 64, 0), {d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: +1}, default=0),
+            tasks_param("rows_per_task", (1, 8, 64, 0), default=0),
             # prefetch the x row this many rows ahead (0: leave it to the hardware); rows much wider than the
             # gathered count are not prefetched
             Param("prefetch", (0, 1, 2, 4), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1}, default=1),
@@ -101,8 +100,7 @@ class CppEmbeddingBag(Recipe):
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([
             threads_param(facts),
-            # bags per task, smallest first; 0 = one even contiguous share per thread (the largest tasks)
-            Param("bags_per_task", (1, 16, 64, 0), {d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: +1}, default=16),
+            tasks_param("bags_per_task"),
             # prefetch the weight row of the index this many lookups ahead
             Param("prefetch", (0, 4, 8, 16, 32), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1}, default=16),
             # width of the dim tile accumulated in registers

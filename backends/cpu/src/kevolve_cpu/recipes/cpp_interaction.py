@@ -14,7 +14,7 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import parallel_for, prelude, task_schedule, threads_param
+from kevolve_cpu.recipes.cpp_common import parallel_for, prelude, task_schedule, tasks_param, threads_param
 
 
 class CppDotInteraction(Recipe):
@@ -25,8 +25,7 @@ class CppDotInteraction(Recipe):
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([
             threads_param(facts),
-            # samples per task, smallest first; 0 = one even contiguous share per thread (the largest tasks)
-            Param("samples_per_task", (1, 16, 64, 0), {d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: +1}, default=16),
+            tasks_param("samples_per_task"),
             # vectors j dotted with vector i per sweep over the dim (accumulators in registers)
             Param("rows_at_once", (1, 2, 4, 8), {d.MEMORY_BOUND: +1, d.COMPUTE_BOUND: +1, d.SPILL_BOUND: -1},
                   default=4),

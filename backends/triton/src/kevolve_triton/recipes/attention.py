@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from kevolve import diagnosis as d
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
@@ -20,6 +19,7 @@ from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import (
     COMBINES,
+    FLOAT_DTYPES,
     header,
     launch_args,
     launch_params,
@@ -27,9 +27,6 @@ from kevolve_triton.recipes.common import (
     pow2_range,
     with_defaults,
 )
-
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
 
 
 class TritonTargetAttention(Recipe):
@@ -41,7 +38,7 @@ class TritonTargetAttention(Recipe):
     families = ("attention",)
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family == "attention" and problem.dtype in _DTYPES
+        return problem.family == "attention" and problem.dtype in FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = max(16, next_pow2(int(problem.dims.get("dim", 64))))

@@ -22,6 +22,10 @@ from kevolve.target import MachineFacts
 
 from kevolve_triton.device import triton_facts
 
+#: floating dtypes the catalog's Triton kernels load and store (they compute in float32; float64 would lose
+#: precision there)
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
 TL_TYPES = {
     torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
     torch.float64: "tl.float64", torch.int64: "tl.int64", torch.int32: "tl.int32",

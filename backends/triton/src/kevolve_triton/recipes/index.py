@@ -20,6 +20,7 @@ from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import (
     COMBINES,
+    FLOAT_DTYPES,
     header,
     launch_args,
     launch_params,
@@ -30,9 +31,6 @@ from kevolve_triton.recipes.common import (
 )
 
 INT64_MAX = (1 << 63) - 1
-_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
-
-
 
 
 def _per_thread_ok(elements: int, params: dict[str, Any], lanes: int, low: int, high: int) -> bool:
@@ -52,7 +50,7 @@ class TritonGather(Recipe):
     families = ("gather",)
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family == "gather" and problem.dtype in (*_FLOATS, torch.int64, torch.int32)
+        return problem.family == "gather" and problem.dtype in (*FLOAT_DTYPES, torch.int64, torch.int32)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
@@ -106,7 +104,7 @@ class TritonEmbeddingBag(Recipe):
     families = ("embedding_bag",)
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family == "embedding_bag" and problem.dtype in _FLOATS
+        return problem.family == "embedding_bag" and problem.dtype in FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
@@ -185,7 +183,7 @@ class TritonBucketize(Recipe):
     MAX_SHARED = 4096
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family == "bucketize" and problem.dtype in _FLOATS and not problem.attrs.get("right", False)
+        return problem.family == "bucketize" and problem.dtype in FLOAT_DTYPES and not problem.attrs.get("right", False)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
@@ -387,7 +385,7 @@ class TritonJaggedTruncate(Recipe):
     families = ("jagged",)
 
     def supports(self, problem: Problem) -> bool:
-        return problem.name == "jagged_truncate" and problem.dtype in (*_FLOATS, torch.int64, torch.int32) \
+        return problem.name == "jagged_truncate" and problem.dtype in (*FLOAT_DTYPES, torch.int64, torch.int32) \
             and int(problem.attrs.get("k", 0)) >= 1
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:

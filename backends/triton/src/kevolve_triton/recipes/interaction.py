@@ -20,11 +20,16 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_triton.recipes.common import header, launch_args, launch_params, next_pow2, pow2_range, with_defaults
+from kevolve_triton.recipes.common import (
+    FLOAT_DTYPES,
+    header,
+    launch_args,
+    launch_params,
+    next_pow2,
+    pow2_range,
+    with_defaults,
+)
 from kevolve_triton.recipes.matmul import fp32_precisions
-
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
 
 
 class TritonDotInteraction(Recipe):
@@ -38,7 +43,7 @@ class TritonDotInteraction(Recipe):
     families = ("interaction",)
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family == "interaction" and problem.dtype in _DTYPES
+        return problem.family == "interaction" and problem.dtype in FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         dim = int(problem.dims.get("dim", 128))

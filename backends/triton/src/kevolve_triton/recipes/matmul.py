@@ -26,16 +26,20 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.device import triton_facts
-from kevolve_triton.recipes.common import header, launch_args, launch_params, next_pow2, warp_size, with_defaults
-
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+from kevolve_triton.recipes.common import (
+    FLOAT_DTYPES,
+    header,
+    launch_args,
+    launch_params,
+    next_pow2,
+    warp_size,
+    with_defaults,
+)
 
 BLOCK_MN_CHOICES = (16, 32, 64, 128, 256)
 BLOCK_K_CHOICES = (16, 32, 64, 128)
 #: float32 accumulator registers per thread a tile may need (a warp group's share of BLOCK_M x BLOCK_N)
 MAX_ACC_PER_THREAD = 128
-
-
 
 
 def _shared_limit(facts: MachineFacts) -> int:
@@ -60,7 +64,7 @@ class TritonMatmul(Recipe):
     families = ("matmul",)
 
     def supports(self, problem: Problem) -> bool:
-        return (problem.family == "matmul" and problem.dtype in _DTYPES
+        return (problem.family == "matmul" and problem.dtype in FLOAT_DTYPES
                 and problem.attrs.get("epilogue", "none") in ("none", "relu"))
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:

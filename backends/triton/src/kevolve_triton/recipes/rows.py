@@ -34,6 +34,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import (
+    FLOAT_DTYPES,
     header,
     launch_args,
     launch_params,
@@ -42,9 +43,6 @@ from kevolve_triton.recipes.common import (
     triton_expr,
     warp_size,
 )
-
-#: storage dtypes the row kernels load and store (float64 would lose precision computing in float32)
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 ROWS_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 TILE_CHOICES = pow2_range(128, 8192)
@@ -58,7 +56,6 @@ NEG_INF = "float('-inf')"
 _TARGET_ELEMS = 2048
 _ELEMS_PER_THREAD = 16
 _REDUCE_ELEMS_PER_THREAD = 8
-
 
 
 def _timing_cols(problem: Problem) -> int:
@@ -197,7 +194,7 @@ class _RowRecipe(Recipe):
     ops: tuple[str, ...] = ()
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family in self.families and problem.name in self.ops and problem.dtype in _DTYPES
+        return problem.family in self.families and problem.name in self.ops and problem.dtype in FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return _row_space(problem, facts, self.families[0])
