@@ -29,10 +29,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import math
 import multiprocessing
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -176,7 +176,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                      f"{bw} | {graph} | {graph_eager} | {r.get('diagnosis_kind', '')} | {r['recipe']}: {params} |")
     timed = [r for r in rows if "speedups" in r]
     if timed:
-        geo = lambda key: math.exp(sum(math.log(r["speedups"][key]["median"]) for r in timed) / len(timed))
+        geo = lambda key: statistics.geometric_mean(r["speedups"][key]["median"] for r in timed)  # noqa: E731
         lines += ["", f"Geometric mean over {len(timed)} rows: {geo('compile'):.2f}x vs torch.compile, "
                       f"{geo('eager'):.2f}x vs eager."]
         memory = [(r, bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))) for r in timed
@@ -276,13 +276,13 @@ def combine(paths: list[Path], out: Path, target: str) -> int:
     summary = [{"device": r["device"], "copy_bytes_per_s": r["copy_bytes_per_s"], "rows": r["rows"]} for r in runs]
     text = write_tables(out, target, info, runs[-1]["copy_bytes_per_s"], rows, [], runs[-1].get("budgets") or {},
                         summary)
-    geo = lambda values: math.exp(sum(map(math.log, values)) / len(values))  # noqa: E731
     lines = ["", "vs torch.compile in each run (in run order; the row above is the median run's):", ""]
     lines += [f"- {r['op']} {' '.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']}: "
               + ", ".join(f"{x:.2f}x" for x in r["runs_vs_compile"]) for r in rows]
+    run_means = [statistics.geometric_mean(x["speedups"]["compile"]["median"] for x in run["rows"] if "speedups" in x)
+                 for run in runs]
     lines += ["", "Geometric mean vs torch.compile of each run alone: "
-              + ", ".join(f"{geo([x['speedups']['compile']['median'] for x in run['rows'] if 'speedups' in x]):.3f}x"
-                          f" ({run['device']['date']})" for run in runs) + "."]
+              + ", ".join(f"{mean:.3f}x ({run['device']['date']})" for mean, run in zip(run_means, runs)) + "."]
     with (out / f"{target}.md").open("a") as md:
         md.write("\n".join(lines) + "\n")
     print(text + "\n".join(lines))
