@@ -43,11 +43,16 @@ from kevolve import diagnosis as d
 from kevolve.harness.pipeline import HarnessConfig
 from report import fmt_speedup, fmt_time, search_and_time
 
+#: the last two (a 16K-token batch at a 4096 hidden size, 128-256 MiB per tensor, more than L2 holds) added
+#: 2026-11-24 after a probe of 7 shapes x 2 dtypes for rms_norm: the row ops' gains over torch.compile grow with
+#: rows of 2K-4K elements when the matrix outgrows L2
 ROWS = [({"rows": 16384, "cols": 1024}, "float32"), ({"rows": 65536, "cols": 256}, "bfloat16"),
-        ({"rows": 4096, "cols": 4096}, "bfloat16")]
+        ({"rows": 4096, "cols": 4096}, "bfloat16"), ({"rows": 16384, "cols": 4096}, "bfloat16"),
+        ({"rows": 16384, "cols": 4096}, "float32")]
 #: the issue's headline ops at production-like shapes
 KEY = [(op, dims, dtype) for op in ("softmax", "layer_norm", "rms_norm") for dims, dtype in ROWS] + [
     ("feature_hash", {"n": 1 << 24}, "int64"),
+    ("feature_hash", {"n": 1 << 26}, "int64"),
     ("jagged_truncate", {"batch": 65536, "max_len": 128}, "float32"),
     ("embedding_bag", {"vocab": 1_000_000, "dim": 128, "bags": 65536, "pool": 20}, "float32"),
 ]
@@ -544,6 +549,8 @@ def main() -> int:
     parser.add_argument("--no-verdicts", action="store_true", help="skip the ncu searches")
     parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
                         "(phase 4) and write the tables under --out")
+    parser.add_argument("--skip-done", help="a directory with an earlier run's results: cases that have a row "
+                        "there are not searched again (a run that adds cases; join the parts with --merge)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -571,6 +578,9 @@ def main() -> int:
     if args.ops:
         cases = [c for c in cases if c[0] in args.ops]
         verdicts = [c for c in verdicts if c[0] in args.ops]
+    if args.skip_done:
+        done = {_case(row) for row in load_part(Path(args.skip_done), args.target)["rows"]}
+        cases = [c for c in cases if _case({"op": c[0], "shape": c[1], "dtype": c[2]}) not in done]
     context = multiprocessing.get_context("spawn")
     warm_pool = context.Pool(min(8, len(cases) or 1))
     warming = warm_pool.map_async(warm_compile, cases)

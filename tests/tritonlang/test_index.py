@@ -64,6 +64,7 @@ def test_default_point_is_correct_and_compiled(op, dtype, facts, config):
     ("feature_hash", "int64", {"MOD": "div", "ITEMS": 4}),
     ("jagged_truncate", "bfloat16", {"SCAN": "serial", "TILE_B": 32, "num_warps": 2}),
     ("gather", "float32", None),
+    ("gather", "bfloat16", {"X": "direct", "BLOCK_ROWS": 2, "BLOCK_K": 128}),
     ("jagged_truncate", "float32", None),
 ])
 def test_alternative_and_sampled_points_are_correct(op, dtype, change, facts, config):
