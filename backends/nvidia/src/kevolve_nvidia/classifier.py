@@ -11,7 +11,6 @@ from kevolve_nvidia.ncu import DRAM_FRACTION, L2_HIT, NCU_DURATION_S, SM_FRACTIO
 
 
 class NvidiaClassifier(RooflineClassifier):
-    busy_at = 0.6
     low_occupancy = 0.25
     short_s = 15e-6
     #: without counters, "too short for either roof to matter" below this many seconds (the core's default is
@@ -32,9 +31,9 @@ class NvidiaClassifier(RooflineClassifier):
                    f"L2 hit {float(metrics.get(L2_HIT, 0)):.0%}, {duration * 1e6:.1f} us")
         if spills > 0:
             kind, why = d.SPILL_BOUND, "registers spill to local memory"
-        elif dram >= self.busy_at and dram >= sm:
+        elif dram >= self.roof_at and dram >= sm:
             kind, why = d.MEMORY_BOUND, "DRAM throughput near its peak"
-        elif sm >= self.busy_at:
+        elif sm >= self.roof_at:
             kind, why = d.COMPUTE_BOUND, "SM pipelines near their peak"
         elif occupancy < self.low_occupancy:
             kind, why = d.OCCUPANCY_LIMITED, "too few warps resident to hide latency"

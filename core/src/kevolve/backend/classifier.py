@@ -23,10 +23,15 @@ def metric(metrics: d.Metrics, key: str, default: float = 0.0) -> float:
 class RooflineClassifier(Classifier):
     """Thresholds over the vendor-neutral metrics. Backends with richer counters subclass it and refine.
 
-    Order matters: a spilling kernel or one that leaves most units idle is diagnosed as such even when it
-    also looks memory-bound, because that is the cause to fix first.
+    Order matters: a spilling kernel is diagnosed as such whatever else it shows, because that is the cause to
+    fix first. Then a kernel at ``roof_at`` or more of a roof is bound by that roof, even with low occupancy or
+    few busy units: it already runs near what the hardware gives, and more resident work cannot lift it far
+    past the roof (a bf16 matmul at 70% of peak FLOPs on one 8-warp program per SM was called occupancy-limited,
+    which sent its search toward smaller tiles). Below that, a kernel that leaves most units idle is
+    diagnosed as such even when it also looks memory-bound.
     """
 
+    roof_at = 0.6
     memory_bound_at = 0.5
     compute_bound_at = 0.5
     starved_below = 0.15
@@ -44,6 +49,9 @@ class RooflineClassifier(Classifier):
         occupancy = metric(metrics, d.OCCUPANCY, 1.0)
         if spills > 0:
             return d.Diagnosis(d.SPILL_BOUND, f"spill-bound: {spills:.0f} bytes spilled; {numbers}", metrics, source)
+        if max(bw, fl) >= self.roof_at:
+            kind = d.MEMORY_BOUND if bw >= fl else d.COMPUTE_BOUND
+            return d.Diagnosis(kind, f"{kind}: at {max(bw, fl):.0%} of its roof; {numbers}", metrics, source)
         if used < facts.parallel_units / 2 or occupancy < 0.25:
             what = (f"{used:.0f} of {facts.parallel_units} {facts.unit_name}s busy" if used < facts.parallel_units / 2
                     else f"occupancy {occupancy:.0%}")
