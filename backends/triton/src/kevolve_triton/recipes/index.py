@@ -102,7 +102,8 @@ class TritonGather(Recipe):
                   f"    _gather_kernel[grid](x, index, out, rows, k, x.stride(0), BLOCK_ROWS={br}, BLOCK_K={bk}"
                   f"{launch_args(params)})\n")
         if params["X"] == "row":
-            launch = f"""    if cols <= {self.MAX_ROW}:
+            launch = f"""    cols = x.shape[1]
+    if cols <= {self.MAX_ROW}:
         _gather_row_kernel[(rows,)](x, index, out, cols, k, x.stride(0), ROW=triton.next_power_of_2(cols),
                                     BLOCK_K={bk}{launch_args(params)})
         return
@@ -138,7 +139,6 @@ def kernel(inputs, outputs):
     x, index = inputs
     out = outputs[0]
     rows, k = index.shape
-    cols = x.shape[1]
     if rows == 0 or k == 0:
         return
 {launch}"""
@@ -351,8 +351,9 @@ def kernel(inputs, outputs):
     cells = max(1, nb * {params["CELLS"]})
     table = out.new_empty((cells + 1,) if mode == 2 else (1,))  # int64 like out: boundaries before each cell
     if mode == 2:
+        in_registers = triton.next_power_of_2(nb) if nb <= {self.MAX_SHARED} else 1
         _bucketize_cells[(triton.cdiv(cells + 1, 1024),)](boundaries, table, nb, cells, STEPS=steps, BLOCK=1024,
-                                                          NB_PAD=triton.next_power_of_2(nb) if nb <= {self.MAX_SHARED} else 1)
+                                                          NB_PAD=in_registers)
     _bucketize[(triton.cdiv(n, {block * items}),)](x, boundaries, table, out, n, nb, cells, STEPS=steps, MODE=mode,
                                                   NB_PAD=triton.next_power_of_2(nb) if mode == 1 else 1,
                                                   BLOCK={block}, ITEMS={items}{launch_args(params)})
