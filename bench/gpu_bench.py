@@ -253,9 +253,15 @@ def _case(row: dict) -> tuple[str, str, str]:
     return row["op"], json.dumps(row["shape"], sort_keys=True), row["dtype"]
 
 
+def _case_of(case: tuple[str, dict, str]) -> tuple[str, str, str]:
+    """The key of a case list's (op, dims, dtype) entry, the same as ``_case`` of its row."""
+    op, dims, dtype = case
+    return _case({"op": op, "shape": dims, "dtype": dtype})
+
+
 def _catalog_order(rows: list[dict]) -> None:
     """Sort rows as the case lists run them (key ops first)."""
-    order = {_case({"op": op, "shape": dims, "dtype": dtype}): i for i, (op, dims, dtype) in enumerate(KEY + CATALOG)}
+    order = {_case_of(case): i for i, case in enumerate(KEY + CATALOG)}
     rows.sort(key=lambda r: order.get(_case(r), len(order)))
 
 
@@ -580,7 +586,7 @@ def main() -> int:
         verdicts = [c for c in verdicts if c[0] in args.ops]
     if args.skip_done:
         done = {_case(row) for row in load_part(Path(args.skip_done), args.target)["rows"]}
-        cases = [c for c in cases if _case({"op": c[0], "shape": c[1], "dtype": c[2]}) not in done]
+        cases = [c for c in cases if _case_of(c) not in done]
     context = multiprocessing.get_context("spawn")
     warm_pool = context.Pool(min(8, len(cases) or 1))
     warming = warm_pool.map_async(warm_compile, cases)
