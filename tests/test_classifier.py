@@ -1,6 +1,7 @@
 """The classifiers' order of judgement: spills first, then a roof the kernel already reaches, then idle units or
 low occupancy, then launch latency; each verdict carries the numbers behind it. The roofline classifier (any
-target without counters) and the NVIDIA one with Nsight Compute counters agree on that order."""
+target without counters) and the NVIDIA one with Nsight Compute counters agree on that order. The Nsight
+Compute adapter's CSV parsing is checked here too, with the verdict it feeds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from kevolve import diagnosis as d
 from kevolve.backend.classifier import RooflineClassifier
 from kevolve.target import MachineFacts, MemoryLevel
 from kevolve_nvidia.classifier import NvidiaClassifier
-from kevolve_nvidia.ncu import DRAM_FRACTION, NCU_DURATION_S, SM_FRACTION
+from kevolve_nvidia.ncu import DRAM_BYTES, DRAM_FRACTION, NCU_DURATION_S, SM_FRACTION, combine, parse_ncu_csv
 
 FACTS = MachineFacts(peak_flops={"float32": 1e12}, memory=(MemoryLevel("DRAM", 1e12, 1 << 34),), parallel_units=100,
                      unit_name="SM")
@@ -59,3 +60,34 @@ def test_ncu_verdicts_follow_the_same_order():
     assert _ncu(0.4, 0.3, 0.12).kind == d.OCCUPANCY_LIMITED
     assert _ncu(0.4, 0.3, 0.5, duration_s=5e-6).kind == d.LATENCY_BOUND
     assert "DRAM 85% of peak" in _ncu(0.85, 0.3, 0.2).summary
+
+
+def _csv_row(launch: int, kernel: str, metric: str, unit: str, value: str) -> str:
+    return (f'"{launch}","1","python","host","{kernel}","1","7","(128, 1, 1)","(4096, 1, 1)","0","9.0",'
+            f'"Command line profiler metrics","{metric}","{unit}","{value}"')
+
+
+def test_ncu_csv_bytes_add_over_launches_and_reach_the_verdict():
+    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+              '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+    rows = [_csv_row(0, "_table", "gpu__time_duration.sum", "nsecond", "4,000"),
+            _csv_row(0, "_table", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "10"),
+            _csv_row(0, "_table", "dram__bytes_read.sum", "Kbyte", "8"),
+            _csv_row(0, "_table", "dram__bytes_write.sum", "byte", "512"),
+            _csv_row(1, "_main", "gpu__time_duration.sum", "nsecond", "36,000"),
+            _csv_row(1, "_main", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "90"),
+            _csv_row(1, "_main", "dram__bytes_read.sum", "Mbyte", "100.5"),
+            _csv_row(1, "_main", "dram__bytes_write.sum", "byte", "16000000")]
+    text = "==PROF== Connected to process\n" + "\n".join([header, *rows]) + "\n"
+    launches = parse_ncu_csv(text)
+    assert [launch["kernel"] for launch in launches] == ["_table", "_main"]
+    call = combine(launches)
+    assert call["duration"] == pytest.approx(40e-6)
+    assert call["dram_pct"] == pytest.approx((0.1 * 4 + 0.9 * 36) / 40)
+    assert call["dram_bytes"] == pytest.approx(8e3 + 512 + 100.5e6 + 16e6)
+    with pytest.raises(ValueError, match="unknown unit"):
+        parse_ncu_csv(text.replace('"Mbyte"', '"MiB"'))
+    metrics = {DRAM_FRACTION: call["dram_pct"], SM_FRACTION: 0.2, d.OCCUPANCY: 0.5, NCU_DURATION_S: call["duration"],
+               DRAM_BYTES: call["dram_bytes"], d.BYTES: 58.25e6}
+    assert "116.5 MB through DRAM (2.00x the op's minimum bytes)" in \
+        NvidiaClassifier().classify(metrics, FACTS, "ncu").summary

@@ -7,7 +7,7 @@ from kevolve import diagnosis as d
 from kevolve.backend.classifier import RooflineClassifier
 from kevolve.target import MachineFacts
 
-from kevolve_nvidia.ncu import DRAM_FRACTION, L2_HIT, NCU_DURATION_S, SM_FRACTION
+from kevolve_nvidia.ncu import DRAM_BYTES, DRAM_FRACTION, L2_HIT, NCU_DURATION_S, SM_FRACTION
 
 
 class NvidiaClassifier(RooflineClassifier):
@@ -29,6 +29,9 @@ class NvidiaClassifier(RooflineClassifier):
         numbers = (f"ncu: DRAM {dram:.0%} of peak, SM {sm:.0%}, achieved occupancy {occupancy:.0%}, "
                    f"{float(metrics.get(d.REGISTERS, 0)):.0f} registers/thread, {spills:.0f} spill bytes/thread, "
                    f"L2 hit {float(metrics.get(L2_HIT, 0)):.0%}, {duration * 1e6:.1f} us")
+        moved, needed = float(metrics.get(DRAM_BYTES, 0.0)), float(metrics.get(d.BYTES, 0.0))
+        if moved and needed:  # DRAM moves whole sectors: scattered accesses fetch more than the op needs
+            numbers += f", {moved / 1e6:.1f} MB through DRAM ({moved / needed:.2f}x the op's minimum bytes)"
         if spills > 0:
             kind, why = d.SPILL_BOUND, "registers spill to local memory"
         elif dram >= self.roof_at and dram >= sm:

@@ -26,10 +26,16 @@ METRICS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy_pct",
     "launch__registers_per_thread": "registers",
     "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "dram__bytes_write.sum": "dram_write_bytes",
 }
+#: ncu scales byte counts to a readable unit per value unless told ``--print-units base``
+BYTE_UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
 TIMEOUT_S = 180
 #: metric keys this adapter adds to the vendor-neutral ones
 DRAM_FRACTION, SM_FRACTION, NCU_DURATION_S, L2_HIT = "dram_fraction", "sm_fraction", "ncu_duration_s", "l2_hit_rate"
+#: bytes read from plus written to DRAM, as counted (whole sectors, whatever the kernel used of them)
+DRAM_BYTES = "dram_bytes"
 
 
 def find_ncu() -> str | None:
@@ -55,17 +61,23 @@ def parse_ncu_csv(text: str) -> list[dict[str, float]]:
             value *= {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}.get(unit, 1e-9)
         elif name.endswith("_pct"):
             value /= 100.0
+        elif name.endswith("_bytes"):
+            if unit not in BYTE_UNITS:
+                raise ValueError(f"ncu reported {row['Metric Name']} in an unknown unit {unit!r}")
+            value *= BYTE_UNITS[unit]
         launches.setdefault(row["ID"], {"kernel": row.get("Kernel Name", "")})[name] = value
     return list(launches.values())
 
 
 def combine(launches: list[dict]) -> dict[str, float]:
-    """A call's counters from its launches: durations add, rates are duration-weighted."""
+    """A call's counters from its launches: durations and bytes add, rates are duration-weighted."""
     total = sum(launch.get("duration", 0.0) for launch in launches) or 1e-12
     out = {"duration": sum(launch.get("duration", 0.0) for launch in launches)}
     for key in ("dram_pct", "sm_pct", "occupancy_pct", "l2_hit_pct"):
         out[key] = sum(launch.get(key, 0.0) * launch.get("duration", 0.0) for launch in launches) / total
     out["registers"] = max(launch.get("registers", 0.0) for launch in launches)
+    out["dram_bytes"] = sum(launch.get("dram_read_bytes", 0.0) + launch.get("dram_write_bytes", 0.0)
+                            for launch in launches)
     return out
 
 
@@ -83,8 +95,8 @@ class NcuProfiler(Profiler):
         task = workdir / "ncu_task.json"
         task.write_text(json.dumps({"artifact": request.artifact, "problem": request.problem_spec,
                                     "bootstrap": request.bootstrap}, default=str))
-        command = [find_ncu(), "--csv", "--clock-control", "none", "--metrics", ",".join(METRICS),
-                   "--nvtx", "--nvtx-include", "kevolve/", sys.executable, "-m", "kevolve_nvidia.ncu_target", str(task)]
+        command = [find_ncu(), "--csv", "--print-units", "base", "--clock-control", "none",
+                   "--metrics", ",".join(METRICS), "--nvtx", "--nvtx-include", "kevolve/", sys.executable, "-m", "kevolve_nvidia.ncu_target", str(task)]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
             counters = combine(parse_ncu_csv(proc.stdout))
@@ -94,6 +106,6 @@ class NcuProfiler(Profiler):
         metrics.update({
             NCU_DURATION_S: counters["duration"], DRAM_FRACTION: counters["dram_pct"],
             SM_FRACTION: counters["sm_pct"], d.OCCUPANCY: counters["occupancy_pct"], L2_HIT: counters["l2_hit_pct"],
-            d.REGISTERS: counters["registers"],
+            d.REGISTERS: counters["registers"], DRAM_BYTES: counters["dram_bytes"],
         })
         return metrics
