@@ -51,6 +51,9 @@ ROWS = [({"rows": 16384, "cols": 1024}, "float32"), ({"rows": 65536, "cols": 256
         ({"rows": 16384, "cols": 4096}, "float32")]
 #: the issue's headline ops at production-like shapes
 KEY = [(op, dims, dtype) for op in ("softmax", "layer_norm", "rms_norm") for dims, dtype in ROWS] + [
+    # 2^20 and 2^22 ids: 16384 and 65536 samples of 64 id features (added 2026-11-25)
+    ("feature_hash", {"n": 1 << 20}, "int64"),
+    ("feature_hash", {"n": 1 << 22}, "int64"),
     ("feature_hash", {"n": 1 << 24}, "int64"),
     ("feature_hash", {"n": 1 << 26}, "int64"),
     ("jagged_truncate", {"batch": 65536, "max_len": 128}, "float32"),
@@ -139,7 +142,22 @@ def bandwidth_fraction(row: dict, copy_bps: float) -> float | None:
     return achieved / copy_bps if isinstance(achieved, (int, float)) else None
 
 
+def ncu_fraction(row: dict, copy_ncu: dict | None) -> float | None:
+    """The row's DRAM traffic rate under ncu over the copy's (see ``traffic``). The bytes are the larger of what
+    DRAM counted and the op's minimum: output lines still dirty in L2 when a kernel ends are written back after
+    it, uncounted (up to ~40 MB on an H100), while sectors fetched whole for scattered reads count in full."""
+    found = row.get("traffic")
+    if not found or not copy_ncu:
+        return None
+    return _ncu_rate(found, row.get("bytes") or 0.0) / _ncu_rate(copy_ncu, copy_ncu["bytes"])
+
+
+def _ncu_rate(found: dict, minimum: float) -> float:
+    return max(found["dram_bytes"], minimum) / found["duration_s"]
+
+
 def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
+    copy_ncu = info.get("copy_ncu")
     lines = [
         f"# kevolve on {info['target']}: best Triton kernel vs PyTorch eager and torch.compile", "",
         f"GPU: {info['gpu']} ({info['sms']} SMs, {info['memory_gib']} GiB). Python {info['python']}, torch "
@@ -158,14 +176,20 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         "bandwidth; the 80% goal applies to the rows whose verdict is memory-bound. `BW graph` is the same bytes "
         "over the kernel's device time per call when replayed back to back from a CUDA graph over input sets "
         "larger than 4x L2 (no launch gap, no flush: the condition the copy itself is measured in); `vs eager, "
-        "graph` is eager's device time over the kernel's, both measured that way.", "",
+        "graph` is eager's device time over the kernel's, both measured that way." + (
+            f" `BW ncu` is the DRAM traffic Nsight Compute counted for one call of the kernel (whole sectors, "
+            f"caches flushed before it; never less than the op's minimum bytes: writes still in L2 at the end go "
+            f"uncounted) over that call's duration, as a fraction of a 1 GiB copy kernel profiled the "
+            f"same way ({_ncu_rate(copy_ncu, copy_ncu['bytes']) / 1e12:.2f} TB/s; measured "
+            f"{info['traffic_from']}); blank where that run profiled another kernel than the row's."
+            if copy_ncu else ""), "",
         "| op | shape | dtype | eager ms | torch.compile ms | kevolve ms | vs eager | vs compile | BW | BW graph | "
-        "vs eager, graph | verdict | best |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "BW ncu | vs eager, graph | verdict | best |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         shape = " ".join(f"{k}={v}" for k, v in r["shape"].items())
         if "timings" not in r:
-            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel | | | | | | | |")
+            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel | | | | | | | | |")
             continue
         t, s = r["timings"], r["speedups"]
         frac = bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))
@@ -176,9 +200,11 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         graph = f"{r['bytes'] / device / r.get('copy_bytes_per_s', copy_bps):.0%}" if device and r.get("bytes") else ""
         eager_device = r.get("device_s", {}).get("eager")
         graph_eager = f"{eager_device / device:.2f}x" if device and eager_device else ""
+        dram = ncu_fraction(r, copy_ncu)
         lines.append(f"| {r['op']} | {shape} | {r['dtype']} | {fmt_time(t['eager'])} | {fmt_time(t['compile'])} | "
                      f"{fmt_time(t['kernel'])}{quiet} | {fmt_speedup(s['eager'])} | {fmt_speedup(s['compile'])} | "
-                     f"{bw} | {graph} | {graph_eager} | {r.get('diagnosis_kind', '')} | {r['recipe']}: {params} |")
+                     f"{bw} | {graph} | {'' if dram is None else f'{dram:.0%}'} | {graph_eager} | "
+                     f"{r.get('diagnosis_kind', '')} | {r['recipe']}: {params} |")
     timed = [r for r in rows if "speedups" in r]
     if timed:
         geo = lambda key: statistics.geometric_mean(r["speedups"][key]["median"] for r in timed)  # noqa: E731
@@ -198,6 +224,11 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                 low = [f"{name(r)} ({f:.0%})" for r, f in graphed if f < 0.8]
                 lines.append(f"By device time in a CUDA graph (`BW graph`): {len(graphed) - len(low)} of {len(graphed)}"
                              + (f"; below: {', '.join(low)}." if low else "."))
+            counted = [(r, ncu_fraction(r, copy_ncu)) for r, _ in memory if ncu_fraction(r, copy_ncu) is not None]
+            if counted:
+                low = [f"{name(r)} ({f:.0%})" for r, f in counted if f < 0.8]
+                lines.append(f"By the DRAM traffic ncu counted (`BW ncu`): {len(counted) - len(low)} of "
+                             f"{len(counted)}" + (f"; below: {', '.join(low)}." if low else "."))
     return "\n".join(lines) + "\n"
 
 
@@ -265,7 +296,7 @@ def _catalog_order(rows: list[dict]) -> None:
     rows.sort(key=lambda r: order.get(_case(r), len(order)))
 
 
-def combine(paths: list[Path], out: Path, target: str) -> int:
+def combine(paths: list[Path], out: Path, target: str, traffic_path: Path | None = None) -> int:
     """Several re-timings of the same rows (``--retime-from`` runs) -> one table. Per case, the row of the run
     whose speedup over torch.compile is the median of the runs' is shown, whole (its times, its run's copy
     bandwidth): a run disturbed by something else on the GPU moves single rows by up to 3x (seen 2026-11-24:
@@ -283,7 +314,10 @@ def combine(paths: list[Path], out: Path, target: str) -> int:
         rows.append({**ranked[(len(ranked) - 1) // 2],
                      "runs_vs_compile": [r["speedups"]["compile"]["median"] for r in case_rows]})
     _catalog_order(rows)
-    info = {**runs[-1]["device"], "command": "python bench/gpu_bench.py --combine " + " ".join(map(str, paths))}
+    info = {**runs[-1]["device"], "command": "python bench/gpu_bench.py --combine " + " ".join(map(str, paths))
+            + (f" --traffic {traffic_path}" if traffic_path else "")}
+    if traffic_path:
+        attach_traffic(rows, info, traffic_path)
     summary = [{"device": r["device"], "copy_bytes_per_s": r["copy_bytes_per_s"], "rows": r["rows"]} for r in runs]
     text = write_tables(out, target, info, runs[-1]["copy_bytes_per_s"], rows, [], runs[-1].get("budgets") or {},
                         summary)
@@ -532,6 +566,83 @@ def add_compile_baselines(rows: list[dict], target: str) -> None:
         print("compile", row["op"], row["shape"], row["dtype"], f"{t['median'] * 1e6:.1f} us", flush=True)
 
 
+#: the traffic phase's yardstick: torch's ``copy_`` between same-dtype tensors is a cudaMemcpy, which Nsight
+#: Compute does not profile, so the copy is a kernel (16 KiB per program)
+COPY_KERNEL = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+def kernel(inputs, outputs):
+    n = inputs[0].numel()
+    _copy[(triton.cdiv(n, 4096),)](inputs[0], outputs[0], n, BLOCK=4096, num_warps=8)
+"""
+
+
+def traffic(rows: list[dict], target: str) -> dict:
+    """Phase 5 (``--traffic-from``): each row's kernel, and a 1 GiB copy, once each under Nsight Compute through
+    the NVIDIA profiler adapter (caches flushed before the profiled call, clocks as they are): the DRAM bytes
+    the call actually moved (whole 32-byte sectors) and its duration. Their rate over the copy's, measured the
+    same way, is the table's `BW ncu`: for ops whose minimum bytes undercount what DRAM must move (gather's
+    random 4-byte picks each fetch a sector), it says how close the kernel keeps DRAM to the copy's pace."""
+    import kevolve
+    from kevolve.backend.profiler import ProfileRequest
+    from kevolve.plugins import get_manager, worker_bootstrap
+    from kevolve.problems.problem import dtype_name
+    from kevolve_nvidia.ncu import DRAM_BYTES, DRAM_FRACTION, NCU_DURATION_S, NcuProfiler
+
+    profiler = NcuProfiler()
+    ok, why = profiler.available()
+    if not ok:
+        raise SystemExit(f"--traffic-from needs Nsight Compute: {why}")
+    registered = get_manager().target(target)
+    facts = registered.backend.facts(registered.spec)
+    tmp = Path(tempfile.mkdtemp())
+
+    def measure(name: str, source: str, op: str, shape: dict, dtype: str, time_s: float) -> dict:
+        problem = kevolve.api.resolve_problem(op, shape, dtype, None)
+        (tmp / name).mkdir()
+        artifact = tmp / name / "kernel.py"
+        artifact.write_text(source)
+        request = ProfileRequest(run=lambda: None, time_s=time_s, flops=problem.flops(problem.dims), bytes=0.0,
+                                 dtype=dtype_name(problem.dtype), facts=facts, parameters={}, resources={},
+                                 cold_cache=True, artifact=str(artifact), problem_spec=problem.to_spec(),
+                                 bootstrap=worker_bootstrap())
+        metrics = profiler.profile(request)
+        if DRAM_BYTES not in metrics:
+            return {"error": metrics.get("profiler_error", "ncu reported no DRAM bytes")}
+        return {"dram_bytes": metrics[DRAM_BYTES], "duration_s": metrics[NCU_DURATION_S],
+                "dram_fraction": metrics[DRAM_FRACTION], "source": source}
+
+    measured = {"copy": {**measure("copy", COPY_KERNEL, "relu", {"n": 1 << 28}, "float32", 1e-3), "bytes": 2.0 * 2**30}}
+    print("ncu copy", measured["copy"], flush=True)
+    for index, row in enumerate(rows):
+        if row.get("source"):
+            measured[json.dumps(_case(row))] = found = measure(f"k{index}", row["source"], row["op"], row["shape"],
+                                                               row["dtype"], row["timings"]["kernel"]["median"])
+            print("ncu", row["op"], row["shape"], row["dtype"], found, flush=True)
+    return measured
+
+
+def attach_traffic(rows: list[dict], info: dict, path: Path) -> None:
+    """Join a ``--traffic-from`` run's measurements (its traffic.json) to the rows of the same cases whose
+    kernel is the one measured (a re-timing may pick another finalist than the run it started from)."""
+    measured = json.loads((path / "traffic.json").read_text())
+    if "error" in measured["copy"]:
+        raise SystemExit(f"{path}: the copy was not profiled, so no traffic column: {measured['copy']['error']}")
+    info["copy_ncu"] = measured["copy"]
+    info["traffic_from"] = measured.get("device", {}).get("date", str(path))
+    for row in rows:
+        found = measured.get(json.dumps(_case(row)))
+        if found and "error" not in found and found["source"] == row.get("source"):
+            row["traffic"] = found
+
+
 def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "--compile-baselines":
         compile_baselines(Path(sys.argv[2]), Path(sys.argv[3]))
@@ -555,6 +666,9 @@ def main() -> int:
     parser.add_argument("--no-verdicts", action="store_true", help="skip the ncu searches")
     parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
                         "(phase 4) and write the tables under --out")
+    parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
+                        "kernel and a copy once under ncu (phase 5) and write traffic.json under --out")
+    parser.add_argument("--traffic", help="with --combine: a --traffic-from run whose DRAM traffic the table shows")
     parser.add_argument("--skip-done", help="a directory with an earlier run's results: cases that have a row "
                         "there are not searched again (a run that adds cases; join the parts with --merge)")
     args = parser.parse_args()
@@ -563,13 +677,18 @@ def main() -> int:
     if args.merge:
         return merge([Path(m) for m in args.merge], out, args.target)
     if args.combine:
-        return combine([Path(m) for m in args.combine], out, args.target)
+        return combine([Path(m) for m in args.combine], out, args.target, args.traffic and Path(args.traffic))
     started = time.time()
     info = device_info(args.target)
     info["command"] = "python bench/gpu_bench.py " + " ".join("$OUT" if a == str(out) else a for a in sys.argv[1:])
     copy_bps = copy_bandwidth()
     (out / "gpu_device.json").write_text(json.dumps({"device": info, "copy_bytes_per_s": copy_bps}))
     print(f"{info}\ncopy {copy_bps / 1e12:.2f} TB/s", flush=True)
+    if args.traffic_from:
+        rows = load_part(Path(args.traffic_from), args.target)["rows"]
+        measured = traffic([r for r in rows if not args.ops or r["op"] in args.ops], args.target)
+        (out / "traffic.json").write_text(json.dumps({**measured, "device": info}))
+        return 0
     if args.retime_from:
         part = load_part(Path(args.retime_from), args.target)
         rows = [r for r in part["rows"] if not args.ops or r["op"] in args.ops]
