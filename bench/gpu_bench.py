@@ -18,6 +18,8 @@
    2x slow (seen 2026-11-24: 28 us alone, 55-60 us in the search; the 2026-11-22 table had such numbers).
    ``retime`` also records each kernel's and eager's device time per call in a CUDA graph (``device_s``).
    The search-time numbers stay in the JSON (``search``). ``--no-retime`` skips this phase.
+5. DRAM traffic (``--traffic-from DIR``, a run of its own): each row's kernel and a copy kernel profiled once
+   under Nsight Compute; ``--combine ... --traffic OUT`` adds the table's `BW ncu` column (see ``traffic``).
 
 torch.compile baselines are compiled once ahead, in parallel worker processes (warming Inductor's caches), so
 that the re-timing does not spend minutes compiling. Rows are appended to ``gpu_rows.jsonl`` as they finish:
@@ -224,7 +226,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                 low = [f"{name(r)} ({f:.0%})" for r, f in graphed if f < 0.8]
                 lines.append(f"By device time in a CUDA graph (`BW graph`): {len(graphed) - len(low)} of {len(graphed)}"
                              + (f"; below: {', '.join(low)}." if low else "."))
-            counted = [(r, ncu_fraction(r, copy_ncu)) for r, _ in memory if ncu_fraction(r, copy_ncu) is not None]
+            counted = [(r, f) for r, _ in memory if (f := ncu_fraction(r, copy_ncu)) is not None]
             if counted:
                 low = [f"{name(r)} ({f:.0%})" for r, f in counted if f < 0.8]
                 lines.append(f"By the DRAM traffic ncu counted (`BW ncu`): {len(counted) - len(low)} of "
@@ -619,7 +621,8 @@ def traffic(rows: list[dict], target: str) -> dict:
         return {"dram_bytes": metrics[DRAM_BYTES], "duration_s": metrics[NCU_DURATION_S],
                 "dram_fraction": metrics[DRAM_FRACTION], "source": source}
 
-    measured = {"copy": {**measure("copy", COPY_KERNEL, "relu", {"n": 1 << 28}, "float32", 1e-3), "bytes": 2.0 * 2**30}}
+    copy = measure("copy", COPY_KERNEL, "relu", {"n": 1 << 28}, "float32", 1e-3)
+    measured = {"copy": {**copy, "bytes": 2.0 * 2**30}}  # 1 GiB read, 1 GiB written
     print("ncu copy", measured["copy"], flush=True)
     for index, row in enumerate(rows):
         if row.get("source"):
