@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from kevolve.errors import KernelFileError, KevolveError, TargetUnusableError
+from kevolve.harness.baselines import check_baselines
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.paths import default_store_path
@@ -102,7 +103,7 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     A problem already solved on this target and toolchain returns the stored best at once unless ``again``.
     ``budget`` counts evaluated candidates; the search also stops at ``time_budget_s``, at ``target_speedup``
     over eager, or when it stalls twice. The best kernel is re-timed at the end against ``baselines``
-    ("eager", "compile"). ``synthesizer`` is ``template`` (offline), a provider's ``NAME:MODEL[,option=value]``
+    ("eager", "compile", "max-autotune"). ``synthesizer`` is ``template`` (offline), a provider's ``NAME:MODEL[,option=value]``
     (e.g. ``anthropic:claude-sonnet-4-5``), or several joined by ``+`` sharing one search. ``knowledge=False``
     withholds the docs packs' passages and hints; ``skills=False`` withholds what earlier sessions learnt:
     their distilled lessons and the winners on the same op at other shapes (every finished session still
@@ -110,9 +111,7 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     """
     if search not in STRATEGIES:
         raise KevolveError(f"unknown search {search!r}; choose one of {', '.join(STRATEGIES)}")
-    unknown = set(baselines) - {"eager", "compile"}
-    if unknown:
-        raise KevolveError(f"unknown baselines {sorted(unknown)}; choose from eager, compile")
+    check_baselines(baselines)
     registered = usable_target(target)
     problem = resolve_problem(op, dims, dtype, attrs)
     st = _open_store(store)
@@ -212,6 +211,7 @@ class EvaluateResult:
             "correct": ev.correct, "status": ev.status, "speedup": speedup,
             "speedups": {k: vars(v) for k, v in ev.speedups.items()},
             "baselines": {k: v.median for k, v in ev.timings.items() if k != "kernel"},
+            "untimed_baselines": ev.untimed_baselines,
             "kernel_seconds": ev.timings["kernel"].median if "kernel" in ev.timings else None,
             "best": {"language": self.language, "parameters": {}, "source": self.source},
             "diagnosis": ev.diagnosis.to_dict() if ev.diagnosis else None, "session": None,
@@ -251,6 +251,7 @@ def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, l
         raise KernelFileError(
             f"{path}: cannot tell its language from the suffix {path.suffix!r} or {language!r} is not one "
             f"{registered.spec.name} builds; pass --language one of {', '.join(registered.spec.languages)}")
+    check_baselines(baselines)
     problem = resolve_problem(op, dims, dtype, attrs)
     config = replace(harness or HarnessConfig(), baselines=tuple(baselines))
     evaluation = evaluate_candidate(Candidate(source, language, synthesizer="user"), problem, registered.spec.name,

@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--dtype", help="float32, bfloat16, ... (default: the op's first)")
         p.add_argument("--shape", nargs="*", metavar="DIM=INT", help="override the timing shape, e.g. rows=8192")
         p.add_argument("--attr", nargs="*", metavar="NAME=VALUE", help="op attributes, e.g. k=16")
-        p.add_argument("--baselines", default="eager", help="comma list of eager, compile")
+        p.add_argument("--baselines", default="eager",
+                       help="comma list of eager, compile, max-autotune (compiled under a time limit first)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.add_argument("--store", help="store path (default $KEVOLVE_STORE or ~/.kevolve/kevolve.sqlite)")
 

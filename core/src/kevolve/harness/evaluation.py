@@ -64,6 +64,8 @@ class Evaluation:
     wall_s: float = 0.0
     #: why the kernel was not timed on hardware (empty when it was, or when timing was not asked for)
     untimed: str = ""
+    #: baselines asked for but not timed, with the reason (e.g. max-autotune past its compile limit)
+    untimed_baselines: dict[str, str] = field(default_factory=dict)
     #: the backend's static cost model when it was not timed (modeled seconds, roofline floor, breakdown)
     estimate: dict[str, Any] = field(default_factory=dict)
 
@@ -101,6 +103,8 @@ class Evaluation:
         for name, sp in self.speedups.items():
             lines.append(f"  vs {name}: {self.timings[name].median * 1e6:.1f} us -> {sp.median:.2f}x "
                          f"[{sp.low:.2f}..{sp.high:.2f}]")
+        for name, why in self.untimed_baselines.items():
+            lines.append(f"  vs {name}: not timed: {why}")
         if self.untimed:
             lines.append(f"not timed on hardware: {self.untimed}")
         if self.estimate:

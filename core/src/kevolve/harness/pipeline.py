@@ -13,6 +13,7 @@ from pathlib import Path
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError
 from kevolve.harness import evaluation as ev
+from kevolve.harness.baselines import LIMITED
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.isolation import run_isolated
 from kevolve.harness.scan import forbidden_uses
@@ -31,6 +32,9 @@ class HarnessConfig:
     #: minimum length of one timing sample
     sample_s: float = 0.002
     baselines: tuple[str, ...] = ("eager",)
+    #: a "max-autotune" baseline that takes longer than this to compile is reported untimed (see baselines.py);
+    #: an evaluation that asks for it may run this much longer than ``timeout_s``
+    compile_limit_s: float = 300.0
     #: a median below roofline floor x this is rejected as implausible. The slack covers measured peaks that
     #: are themselves estimates and caches that beat the level's bandwidth; a kernel that skips its work is
     #: off by far more.
@@ -70,7 +74,9 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
                           resources=build.resources, wall_s=time.perf_counter() - started)
     task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
             "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters}
-    raw = run_isolated(task, timeout_s=config.timeout_s, memory_limit_bytes=config.memory_limit_bytes,
+    limited = any(name in LIMITED for name in config.baselines)
+    raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if limited else 0.0),
+                       memory_limit_bytes=config.memory_limit_bytes,
                        on_stage=on_stage, env=registered.backend.worker_env(registered.spec))
     return Evaluation(
         status=raw["status"], stage=raw.get("stage", ""), reason=raw.get("reason", ""),
@@ -79,5 +85,6 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
         speedups={k: ev.Speedup(**v) for k, v in raw.get("speedups", {}).items()},
         resources=raw.get("resources", build.resources), diagnosis=Diagnosis.from_dict(raw.get("diagnosis")),
         build_command=build.command, wall_s=time.perf_counter() - started,
-        untimed=raw.get("untimed", ""), estimate=raw.get("estimate", {}),
+        untimed=raw.get("untimed", ""), untimed_baselines=raw.get("untimed_baselines", {}),
+        estimate=raw.get("estimate", {}),
     )

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kevolve.harness import checks
+from kevolve.harness import baselines, checks
 from kevolve.harness import evaluation as ev
 
 #: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
@@ -153,7 +153,10 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
     return max(1, min(10_000, math.ceil(sample_s / once)))
 
 
-def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any]) -> tuple[dict, dict, Callable, list]:
+def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
+                   task: dict[str, Any]) -> tuple[dict, dict, dict, Callable, list]:
+    """Timings and speedups of the kernel against the asked baselines, the baselines left untimed (with the
+    reason), the kernel's thunk and the tensors it uses."""
     dims = problem.dims
     gen = torch.Generator().manual_seed(_seed_from_os())
     inputs = [t.to(runner.device) for t in problem.make_inputs(dims, gen)]
@@ -166,14 +169,23 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any]) ->
         kernel(inputs, [torch.empty(shape, dtype=dtype, device=runner.device) for shape, dtype in specs])
 
     thunks: dict[str, Callable] = {"kernel": run_kernel, "eager": lambda: problem.reference(inputs)}
-    if "compile" in config["baselines"]:
-        compiled = torch.compile(lambda *xs: problem.reference(list(xs)))
-        thunks["compile"] = lambda: compiled(*inputs)
+    untimed: dict[str, str] = {}
+    for name in config["baselines"]:
+        if name not in baselines.COMPILE_MODES:
+            continue
+        if name in baselines.LIMITED:
+            why = baselines.compile_within_limit(task["problem"], task["bootstrap"], runner.device, name,
+                                                 config["compile_limit_s"])
+            if why:
+                untimed[name] = why
+                continue
+        compiled = baselines.compiled_reference(problem, name)
+        thunks[name] = lambda compiled=compiled: compiled(*inputs)
     inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items()}
     samples = runner.time_interleaved(thunks, repeats=config["repeats"], inner=inner)
     timings = {name: ev.Timing.of(s) for name, s in samples.items()}
     speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
-    return timings, speedups, thunks["kernel"], [inputs, outputs]
+    return timings, speedups, untimed, thunks["kernel"], [inputs, outputs]
 
 
 def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
@@ -206,14 +218,14 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
         with exclusive_device(runner.device):
             report("timing")
-            timings, speedups, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config)
+            timings, speedups, untimed, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config, task)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
             nbytes = problem.bytes_moved(problem.dims, inputs, outputs)
             dtype = dtype_name(problem.dtype)
             floor = roofline_floor(problem.flops(problem.dims), nbytes, dtype, facts)
             result.update(timings={k: vars(v) for k, v in timings.items()},
-                          speedups={k: vars(v) for k, v in speedups.items()})
+                          speedups={k: vars(v) for k, v in speedups.items()}, untimed_baselines=untimed)
             if timings["kernel"].median < floor * config["plausibility"]:
                 raise Rejected(ev.REJECTED, "timing",
                                f"implausible: {timings['kernel'].median * 1e6:.2f} us is faster than the roofline floor "

@@ -1,0 +1,86 @@
+"""The PyTorch baselines a kernel is timed against, and a time limit on the expensive one.
+
+"eager" runs the op's reference as written; "compile" is ``torch.compile`` in its default mode;
+"max-autotune" is ``torch.compile(mode="max-autotune")``, which benchmarks Inductor's kernel variants while it
+compiles and can take minutes per op on a GPU. Before that baseline is timed it is compiled once in a child
+process under ``compile_limit_s``: Inductor's on-disk caches then make the worker's own compile short, and an
+op whose autotuning runs past the limit is reported as not timed, with the reason, instead of spending the
+evaluation's whole time budget.
+
+``python -m kevolve.harness.baselines TASK.json`` is that child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kevolve.errors import KevolveError
+
+#: baseline name -> torch.compile mode
+COMPILE_MODES = {"compile": "default", "max-autotune": "max-autotune"}
+BASELINES = ("eager", *COMPILE_MODES)
+#: compiled once in a child under the time limit before they are timed
+LIMITED = ("max-autotune",)
+
+
+def check_baselines(baselines: Sequence[str]) -> None:
+    unknown = set(baselines) - set(BASELINES)
+    if unknown:
+        raise KevolveError(f"unknown baselines {sorted(unknown)}; choose from {', '.join(BASELINES)}")
+
+
+def compiled_reference(problem: Any, baseline: str) -> Any:
+    """The problem's reference under torch.compile in the baseline's mode."""
+    return torch.compile(lambda *xs: problem.reference(list(xs)), mode=COMPILE_MODES[baseline])
+
+
+def compile_within_limit(problem_spec: dict, bootstrap: dict, device: str, baseline: str, limit_s: float) -> str:
+    """Compile and run the baseline once in a child process: '' when it finished within ``limit_s``, else why
+    it will not be timed. The child gets a process group of its own so that Inductor's compile workers go
+    down with it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        task = Path(tmp) / "task.json"
+        task.write_text(json.dumps({"problem": problem_spec, "bootstrap": bootstrap, "device": device,
+                                    "baseline": baseline}, default=str))
+        child = subprocess.Popen([sys.executable, "-m", "kevolve.harness.baselines", str(task)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        try:
+            _, err = child.communicate(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            return (f"torch.compile(mode={COMPILE_MODES[baseline]!r}) did not finish compiling within "
+                    f"{limit_s:.0f} s (HarnessConfig.compile_limit_s)")
+    if child.returncode != 0:
+        tail = err.strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
+        return f"torch.compile(mode={COMPILE_MODES[baseline]!r}) failed: {tail[0][:300]}"
+    return ""
+
+
+def main(path: str) -> int:
+    from kevolve.plugins import adopt_bootstrap
+    from kevolve.problems.problem import problem_from_spec
+
+    task = json.loads(Path(path).read_text())
+    adopt_bootstrap(task["bootstrap"])
+    problem = problem_from_spec(task["problem"])
+    inputs = [t.to(task["device"]) for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
+    compiled_reference(problem, task["baseline"])(*inputs)
+    if task["device"].startswith("cuda"):
+        torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,41 @@
+"""The torch.compile baselines on the CPU target: max-autotune is timed beside eager when it compiles within its
+limit, reported untimed with the reason when it does not, and an unknown baseline is refused up front."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import kevolve
+import pytest
+from kevolve.errors import KevolveError
+
+KERNELS = Path(__file__).parent.parent / "kernels"
+
+
+def test_max_autotune_is_timed_beside_eager(fast_harness):
+    result = kevolve.evaluate(KERNELS / "softmax_ok.cpp", "softmax", target="cpu", dims={"rows": 64, "cols": 256},
+                              baselines=("eager", "max-autotune"), harness=replace(fast_harness, timeout_s=300))
+    ev = result.evaluation
+    assert ev.correct, ev.reason
+    assert set(ev.timings) == {"kernel", "eager", "max-autotune"} and not ev.untimed_baselines
+    assert ev.speedups["max-autotune"].median > 0
+    assert any(line.startswith("  vs max-autotune: ") for line in ev.timing_lines())
+
+
+def test_max_autotune_past_its_compile_limit_is_reported_not_timed(fast_harness):
+    harness = replace(fast_harness, compile_limit_s=0.5)
+    result = kevolve.evaluate(KERNELS / "softmax_ok.cpp", "softmax", target="cpu", dims={"rows": 64, "cols": 256},
+                              baselines=("eager", "max-autotune"), harness=harness)
+    ev = result.evaluation
+    assert ev.correct and "eager" in ev.timings and "max-autotune" not in ev.timings
+    assert "did not finish compiling within 0 s" in ev.untimed_baselines["max-autotune"]
+    assert result.to_json()["untimed_baselines"] == ev.untimed_baselines
+    assert "vs max-autotune: not timed" in "\n".join(ev.timing_lines())
+
+
+def test_unknown_baseline_is_refused_with_the_choices():
+    with pytest.raises(KevolveError, match="eager, compile, max-autotune"):
+        kevolve.evaluate(KERNELS / "softmax_ok.cpp", "softmax", target="cpu", baselines=("eager", "inductor"))
+    with pytest.raises(KevolveError, match="unknown baselines"):
+        kevolve.optimize("softmax", target="cpu", baselines=("autotune",))
