@@ -42,6 +42,26 @@ def test_a_sampled_float32_point_is_correct(facts, config):
     assert e.status == "ok", (params, e.status, e.reason, e.evidence)
 
 
+def test_a_persistent_grid_covers_every_tile(facts, config):
+    """Fewer programs than tiles (32 x 32 tiles of a 70 x 130 output: 15 tiles for the target's 132 or 264
+    programs would each get one), so a check shape where programs walk several tiles is forced: 4 programs."""
+    prob = catalog_problem("addmm_relu", "float32", SMALL)
+    recipe = recipe_for(matmul.RECIPES, prob)
+    space = recipe.space(prob, facts)
+    params = {**space.default(), "BLOCK_M": 32, "BLOCK_N": 32, "num_warps": 2, "PROGRAMS": facts.parallel_units}
+    assert space.valid(params), params
+    rendered = recipe.render(prob, params)
+    source = rendered.replace(f"== 0, PROGRAMS={facts.parallel_units},", "== 0, PROGRAMS=4,").replace(
+        f"min(tiles, {facts.parallel_units})", "min(tiles, 4)")
+    assert source.count("== 0, PROGRAMS=4,") == 1 and source.count("min(tiles, 4)") == 1, rendered[-500:]
+    e = evaluate(source, params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason, e.evidence)
+    skipping = source.replace("for tile in range(tl.program_id(0), tiles, PROGRAMS):",
+                              "for tile in range(tl.program_id(0), tiles - 1, PROGRAMS):")
+    assert skipping != source
+    assert evaluate(skipping, params, prob, config).status == "wrong_result"
+
+
 @pytest.mark.parametrize("op", ["matmul", "addmm_relu"])
 def test_bfloat16_default_point_through_the_harness(op, facts, config):
     """Triton's interpreter multiplies bf16 ``tl.dot`` operands as raw uint16 patterns (triton-lang/triton#11584);
@@ -64,7 +84,7 @@ def test_every_knob_responds_to_a_diagnosis(facts):
                 space = recipe.space(prob, facts)
                 assert space.valid(space.default()), (op, dtype, dims)
                 names = {p.name for p in space.params}
-                assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"} <= names
+                assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PROGRAMS", "num_warps", "num_stages"} <= names
                 assert ("INPUT_PRECISION" in names) == (dtype == "float32")
                 for param in space.params:
                     assert param.responds_to, (op, param.name)

@@ -6,7 +6,10 @@ The classic tiled Triton matmul: each program computes a ``BLOCK_M x BLOCK_N`` t
 inputs use ``INPUT_PRECISION``: "ieee" is exact float32 on the FMA units, "tf32x3" splits each operand into two
 tf32 halves and runs three tensor-core products, about float32 accuracy at several times the speed; plain tf32 is
 not accurate enough for float32's tolerance). Programs are numbered in groups of ``GROUP_M`` tile rows, so that
-programs running together share tiles of A and B in L2.
+programs running together share tiles of A and B in L2. ``PROGRAMS`` picks the grid: 0 is one program per
+tile; a positive count (one or two per SM of the target) is a persistent grid whose programs walk the tiles in
+strides of that count, so the launch has no tail wave of short-lived programs and a program's next tile starts
+while the SM still holds the last one's state.
 
 Every edge is masked: rows past M, columns past N, and the last K step when K is not a multiple of ``BLOCK_K``
 (the launcher passes ``EVEN_K`` so that shapes with no K tail compile without the K masks). The bias add and
@@ -99,6 +102,8 @@ class TritonMatmul(Recipe):
             Param("BLOCK_K", BLOCK_K_CHOICES, {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1,
                                                d.OCCUPANCY_LIMITED: -1}, default=block_k),
             Param("GROUP_M", (1, 4, 8, 16), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=8),
+            Param("PROGRAMS", (0, facts.parallel_units, 2 * facts.parallel_units),
+                  {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=0),
         ]
         if fp32:
             precisions = fp32_precisions(facts)
@@ -135,12 +140,27 @@ class TritonMatmul(Recipe):
             epilogue += "    acc = tl.maximum(acc, 0.0)\n"
         call_bias = "inputs[2], " if bias else ""
         bm, bn, bk, gm = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"], params["GROUP_M"]
+        programs = params.get("PROGRAMS", 0)
+        grid = f"min(tiles, {programs})" if programs else "tiles"
         return header(problem, params) + f"""@triton.jit
 def _matmul_kernel(a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                   EVEN_K: tl.constexpr):
-    # programs in groups of GROUP_M tile rows, column by column: neighbours share A and B tiles in L2
-    pid = tl.program_id(0)
+                   EVEN_K: tl.constexpr, PROGRAMS: tl.constexpr):
+    if PROGRAMS == 0:
+        _matmul_tile(tl.program_id(0), a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K)
+    else:  # persistent: the grid walks the tiles in strides of its size
+        tiles = ((M + BLOCK_M - 1) // BLOCK_M) * ((N + BLOCK_N - 1) // BLOCK_N)
+        for tile in range(tl.program_id(0), tiles, PROGRAMS):
+            _matmul_tile(tile, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K)
+
+
+@triton.jit
+def _matmul_tile(pid, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                 EVEN_K: tl.constexpr):
+    # tiles in groups of GROUP_M tile rows, column by column: neighbours share A and B tiles in L2
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
     grid_n = (N + BLOCK_N - 1) // BLOCK_N
     per_group = GROUP_M * grid_n
@@ -176,10 +196,10 @@ def kernel(inputs, outputs):
     c = outputs[0]
     M, K = a.shape
     N = b.shape[1]
-    grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}),)
-    _matmul_kernel[grid](a, b, {call_bias}c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
+    tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})
+    _matmul_kernel[({grid},)](a, b, {call_bias}c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
                          BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={gm},
-                         EVEN_K=K % {bk} == 0{launch_args(params)})
+                         EVEN_K=K % {bk} == 0, PROGRAMS={programs}{launch_args(params)})
 """
 
 
