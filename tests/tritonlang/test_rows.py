@@ -70,3 +70,24 @@ def test_a_skipped_last_column_is_caught(facts, config):
     assert source.count("cmask = c < cols\n") == 1
     e = evaluate(source.replace("cmask = c < cols\n", "cmask = c < cols - 1\n"), params, prob, config)
     assert e.status == "wrong_result", (e.status, e.reason)
+
+
+def test_a_persistent_grid_covers_every_block_of_rows(facts, config):
+    """3 programs striding over the blocks (the target's 2-8 per unit would give each block its own program at
+    these shapes), through the single-pass and, at the 7 x 1031 check shape, the looped kernel."""
+    prob = catalog_problem("layer_norm", "float32", SMALL)
+    recipe = recipe_for(rows.RECIPES, prob)
+    space = recipe.space(prob, facts)
+    programs = 2 * facts.parallel_units
+    params = {**space.default(), "ROWS": 2, "PROGRAMS": programs}
+    assert space.valid(params), params
+    rendered = recipe.render(prob, params)
+    source = rendered.replace(f"ROWS=2, PROGRAMS={programs},", "ROWS=2, PROGRAMS=3,").replace(
+        f"min(triton.cdiv(rows, 2), {programs})", "min(triton.cdiv(rows, 2), 3)")
+    assert source.count("ROWS=2, PROGRAMS=3,") == 2 and source.count("min(triton.cdiv(rows, 2), 3)") == 1
+    e = evaluate(source, params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason, e.evidence)
+    stride = "for row0 in range(tl.program_id(0) * ROWS, rows, PROGRAMS * ROWS):"
+    assert source.count(stride) == 2
+    skipping = source.replace(stride, "for row0 in range(tl.program_id(0) * ROWS, rows - ROWS, PROGRAMS * ROWS):")
+    assert evaluate(skipping, params, prob, config).status == "wrong_result"

@@ -12,7 +12,9 @@ at run time and picks one of two kernels per call:
   ops that write a full row read x a second time (from L2, usually).
 
 Knobs: ``ROWS`` (1..64), ``MAX_BLOCK`` (whether the timing shape runs single pass or looped), ``TILE`` (the
-looped variant's columns per iteration) and the target's launch knobs (``num_warps``). Defaults follow the
+looped variant's columns per iteration), ``PROGRAMS`` (0: one program per block of ``ROWS`` rows; else a
+persistent grid of that many programs, 2-8 per unit of the target, striding over the blocks) and the target's
+launch knobs (``num_warps``). Defaults follow the
 timing shape: single pass up to 8K floats (16K 2-byte values) per row, about 2K elements per program while
 keeping two programs per unit, num_warps for 16 elements of x per thread (8 for the reductions, which write
 almost nothing; measured on an H100 with the GPU otherwise idle: bench/results/nvidia_h100_row_schedules.md).
@@ -114,6 +116,8 @@ def _row_space(problem: Problem, facts: MachineFacts, family: str) -> ScheduleSp
         Param("MAX_BLOCK", max_block_choices, {d.SPILL_BOUND: -1, d.MEMORY_BOUND: +1}, default=max_block),
         Param("TILE", TILE_CHOICES, {d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: +1},
               default=tile),
+        Param("PROGRAMS", (0, *(k * facts.parallel_units for k in (2, 4, 8))),
+              {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=0),
         *launch,
     ], valid=valid)
 
@@ -121,19 +125,34 @@ def _row_space(problem: Problem, facts: MachineFacts, family: str) -> ScheduleSp
 # --- kernel text ---------------------------------------------------------------------------------------------
 
 def _prologue(width: str) -> str:
-    """Program setup shared by every kernel: row block, column lanes, masks, row base offset."""
-    return f"""    row0 = tl.program_id(0) * ROWS
-    r = tl.arange(0, ROWS)
+    """Setup shared by every block of rows (from ``row0``): column lanes, masks, row base offset."""
+    return f"""    r = tl.arange(0, ROWS)
     c = tl.arange(0, {width})
     rmask = (row0 + r) < rows
-    base = row0.to(tl.int64) * cols
+    base = tl.cast(row0, tl.int64) * cols  # a persistent loop's row0 is a plain int in the interpreter
     local = r[:, None] * cols + c[None, :]
 """
 
 
-def _single_kernel(name: str, pointers: str, body: str, load_other: str) -> str:
+def _walk(kernel: str, pointers: str, width: str) -> str:
+    """A launched kernel: its program's block of rows, or with a persistent grid every PROGRAMS-th block from
+    its own, each handled by the ``_rows`` helper (inlined: the one-block kernel compiles as before)."""
+    call = f"{kernel}_rows({{row0}}, {pointers}, out_ptr, rows, cols, {width}, ROWS)"
     return f"""@triton.jit
-def _{name}_single({pointers}, out_ptr, rows, cols, BLOCK: tl.constexpr, ROWS: tl.constexpr):
+def {kernel}({pointers}, out_ptr, rows, cols, {width}: tl.constexpr, ROWS: tl.constexpr, PROGRAMS: tl.constexpr):
+    if PROGRAMS == 0:
+        {call.format(row0="tl.program_id(0) * ROWS")}
+    else:
+        for row0 in range(tl.program_id(0) * ROWS, rows, PROGRAMS * ROWS):
+            {call.format(row0="row0")}
+
+
+"""
+
+
+def _single_kernel(name: str, pointers: str, body: str, load_other: str) -> str:
+    return _walk(f"_{name}_single", pointers, "BLOCK") + f"""@triton.jit
+def _{name}_single_rows(row0, {pointers}, out_ptr, rows, cols, BLOCK: tl.constexpr, ROWS: tl.constexpr):
 {_prologue("BLOCK")}    cmask = c < cols
     mask = rmask[:, None] & cmask[None, :]
     x = tl.load(x_ptr + base + local, mask=mask, other={load_other}, eviction_policy='evict_first').to(tl.float32)
@@ -143,8 +162,8 @@ def _{name}_single({pointers}, out_ptr, rows, cols, BLOCK: tl.constexpr, ROWS: t
 
 
 def _loop_kernel(name: str, pointers: str, body: str) -> str:
-    return f"""@triton.jit
-def _{name}_loop({pointers}, out_ptr, rows, cols, TILE: tl.constexpr, ROWS: tl.constexpr):
+    return _walk(f"_{name}_loop", pointers, "TILE") + f"""@triton.jit
+def _{name}_loop_rows(row0, {pointers}, out_ptr, rows, cols, TILE: tl.constexpr, ROWS: tl.constexpr):
 {_prologue("TILE")}{body}
 
 """
@@ -162,8 +181,9 @@ def _tile_load(other: str, last_read: bool = True) -> str:
 def _launcher(name: str, params: dict[str, Any]) -> str:
     """``kernel(inputs, outputs)``: rows and cols from the tensors, then the single-pass kernel when the row
     fits ``MAX_BLOCK`` and the looped one otherwise."""
-    rows_per = params["ROWS"]
-    launch = launch_args(params)
+    rows_per, programs = params["ROWS"], params.get("PROGRAMS", 0)
+    launch = f", PROGRAMS={programs}{launch_args(params)}"
+    blocks = f"triton.cdiv(rows, {rows_per})"
     return f"""def kernel(inputs, outputs):
     x = inputs[0]
     out = outputs[0]
@@ -171,7 +191,7 @@ def _launcher(name: str, params: dict[str, Any]) -> str:
     rows = x.numel() // cols if cols else 0
     if rows == 0:
         return
-    grid = (triton.cdiv(rows, {rows_per}),)
+    grid = ({f"min({blocks}, {programs})" if programs else blocks},)
     block = triton.next_power_of_2(cols)
     if block <= {params["MAX_BLOCK"]}:
         _{name}_single[grid](*inputs, out, rows, cols, BLOCK=block, ROWS={rows_per}{launch})
