@@ -160,6 +160,8 @@ def _ncu_rate(found: dict, minimum: float) -> float:
 
 def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
     copy_ncu = info.get("copy_ncu")
+    autotune = any("max-autotune" in r.get("speedups", {}) or "max-autotune" in r.get("untimed_baselines", {})
+                   for r in rows)
     lines = [
         f"# kevolve on {info['target']}: best Triton kernel vs PyTorch eager and torch.compile", "",
         f"GPU: {info['gpu']} ({info['sms']} SMs, {info['memory_gib']} GiB). Python {info['python']}, torch "
@@ -184,14 +186,18 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             f"uncounted) over that call's duration, as a fraction of a 1 GiB copy kernel profiled the "
             f"same way ({_ncu_rate(copy_ncu, copy_ncu['bytes']) / 1e12:.2f} TB/s; measured "
             f"{info['traffic_from']}); blank where that run profiled another kernel than the row's."
-            if copy_ncu else ""), "",
-        "| op | shape | dtype | eager ms | torch.compile ms | kevolve ms | vs eager | vs compile | BW | BW graph | "
-        "BW ncu | vs eager, graph | verdict | best |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            if copy_ncu else "") + (
+            " `vs max-autotune` is torch.compile(mode=\"max-autotune\") timed like torch.compile, where its "
+            "autotuning finished within kevolve's compile-time limit (else the reason is in the JSON, "
+            "`untimed_baselines`)." if autotune else ""), "",
+        "| op | shape | dtype | eager ms | torch.compile ms | kevolve ms | vs eager | vs compile | "
+        + ("vs max-autotune | " if autotune else "") + "BW | BW graph | BW ncu | vs eager, graph | verdict | best |",
+        "|---" * (15 if autotune else 14) + "|",
     ]
     for r in rows:
         shape = " ".join(f"{k}={v}" for k, v in r["shape"].items())
         if "timings" not in r:
-            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel | | | | | | | | |")
+            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel |" + " |" * (9 if autotune else 8))
             continue
         t, s = r["timings"], r["speedups"]
         frac = bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))
@@ -203,15 +209,22 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         eager_device = r.get("device_s", {}).get("eager")
         graph_eager = f"{eager_device / device:.2f}x" if device and eager_device else ""
         dram = ncu_fraction(r, copy_ncu)
+        tuned = ""
+        if autotune:
+            tuned = (fmt_speedup(s["max-autotune"]) if "max-autotune" in s else "not timed") + " | "
         lines.append(f"| {r['op']} | {shape} | {r['dtype']} | {fmt_time(t['eager'])} | {fmt_time(t['compile'])} | "
                      f"{fmt_time(t['kernel'])}{quiet} | {fmt_speedup(s['eager'])} | {fmt_speedup(s['compile'])} | "
-                     f"{bw} | {graph} | {'' if dram is None else f'{dram:.0%}'} | {graph_eager} | "
+                     f"{tuned}{bw} | {graph} | {'' if dram is None else f'{dram:.0%}'} | {graph_eager} | "
                      f"{r.get('diagnosis_kind', '')} | {r['recipe']}: {params} |")
     timed = [r for r in rows if "speedups" in r]
     if timed:
         geo = lambda key: statistics.geometric_mean(r["speedups"][key]["median"] for r in timed)  # noqa: E731
         lines += ["", f"Geometric mean over {len(timed)} rows: {geo('compile'):.2f}x vs torch.compile, "
                       f"{geo('eager'):.2f}x vs eager."]
+        tuned_rows = [r["speedups"]["max-autotune"]["median"] for r in timed if "max-autotune" in r["speedups"]]
+        if tuned_rows:
+            lines.append(f"Over the {len(tuned_rows)} rows where max-autotune was timed: "
+                         f"{statistics.geometric_mean(tuned_rows):.2f}x vs torch.compile(mode=\"max-autotune\").")
         memory = [(r, bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))) for r in timed
                   if r.get("diagnosis_kind") == d.MEMORY_BOUND]
         memory = [(r, f) for r, f in memory if f is not None]
@@ -513,59 +526,76 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
 
 
 def compile_baselines(rows_path: Path, out_path: Path, repeats: int = 41, inner: int = 10) -> None:
-    """torch.compile (default mode) of each row's reference, timed alone in this process with the GPU runner's
-    method; run in a child process so that Inductor never runs where the kernels are timed."""
+    """torch.compile of each row's reference, in each asked baseline mode ("compile", and "max-autotune" after
+    kevolve's compile-time limit allowed it), timed alone in this process with the GPU runner's method; run in
+    a child process so that Inductor never runs where the kernels are timed."""
     import kevolve
+    from kevolve.harness.baselines import compile_within_limit, compiled_reference
     from kevolve.harness.evaluation import Timing
-    from kevolve.plugins import get_manager
+    from kevolve.harness.pipeline import HarnessConfig
+    from kevolve.plugins import get_manager, worker_bootstrap
 
     rows = json.loads(rows_path.read_text())
     registered = get_manager().target(rows["target"])
     runner = registered.backend.runner(registered.spec)
+    limit_s = HarnessConfig().compile_limit_s
     results = {}
     for index, row in enumerate(rows["rows"]):
-        try:
-            problem = kevolve.api.resolve_problem(row["op"], row["shape"], row["dtype"], None)
-            inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(index + 1))]
-            compiled = torch.compile(lambda *xs, problem=problem: problem.reference(list(xs)))
-            compiled(*inputs)
-            torch.cuda.synchronize()
-            samples = runner.time_interleaved({"compile": lambda: compiled(*inputs)}, repeats=repeats,
-                                              inner={"compile": inner})
-            results[str(index)] = vars(Timing.of(samples["compile"]))
-        except Exception as exc:  # noqa: BLE001 - that row keeps its search-time compile numbers
-            results[str(index)] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-        torch._dynamo.reset()
+        results[str(index)] = {}
+        for mode in rows["modes"]:
+            try:
+                problem = kevolve.api.resolve_problem(row["op"], row["shape"], row["dtype"], None)
+                if mode == "max-autotune":
+                    why = compile_within_limit(problem.to_spec(), worker_bootstrap(), "cuda", mode, limit_s)
+                    if why:
+                        results[str(index)][mode] = {"error": why}
+                        continue
+                gen = torch.Generator().manual_seed(index + 1)
+                inputs = [t.cuda() for t in problem.make_inputs(problem.dims, gen)]
+                compiled = compiled_reference(problem, mode)
+                compiled(*inputs)
+                torch.cuda.synchronize()
+                samples = runner.time_interleaved({mode: lambda compiled=compiled, inputs=inputs: compiled(*inputs)},
+                                                  repeats=repeats, inner={mode: inner})
+                results[str(index)][mode] = vars(Timing.of(samples[mode]))
+            except Exception as exc:  # noqa: BLE001 - that row keeps its search-time numbers for this mode
+                results[str(index)][mode] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            torch._dynamo.reset()
     out_path.write_text(json.dumps(results))
 
 
-def add_compile_baselines(rows: list[dict], target: str) -> None:
-    """Time torch.compile for the re-timed rows in a child process (compile_baselines) and add the column:
+def add_compile_baselines(rows: list[dict], target: str, max_autotune: bool = False) -> None:
+    """Time torch.compile for the re-timed rows in a child process (compile_baselines) and add the columns:
     kernel and compile are then timed in different processes, so the speedup is the ratio of the medians,
-    with [compile p10 / kernel p90 .. compile p90 / kernel p10] as its spread."""
+    with [compile p10 / kernel p90 .. compile p90 / kernel p10] as its spread. With ``max_autotune`` the
+    max-autotune mode too; a row whose autotuning passes kevolve's compile-time limit says so in
+    ``untimed_baselines``."""
     import subprocess
 
     quiet = [r for r in rows if r.get("timed") == "quiet"]
     if not quiet:
         return
+    modes = ["compile", "max-autotune"] if max_autotune else ["compile"]
     with tempfile.TemporaryDirectory() as tmp:
         rows_path, out_path = Path(tmp) / "rows.json", Path(tmp) / "compile.json"
-        rows_path.write_text(json.dumps({"target": target, "rows": [{k: r[k] for k in ("op", "shape", "dtype")}
-                                                                      for r in quiet]}))
+        rows_path.write_text(json.dumps({"target": target, "modes": modes,
+                                         "rows": [{k: r[k] for k in ("op", "shape", "dtype")} for r in quiet]}))
         subprocess.run([sys.executable, __file__, "--compile-baselines", str(rows_path), str(out_path)], check=False)
         results = json.loads(out_path.read_text()) if out_path.exists() else {}
     for index, row in enumerate(quiet):
-        t = results.get(str(index), {"error": "no result"})
-        if "error" in t:
-            row["compile_error"] = t["error"]
-            row["timings"]["compile"] = row["search"]["timings"]["compile"]
-            row["speedups"]["compile"] = row["search"]["speedups"]["compile"]
-            continue
-        k = row["timings"]["kernel"]
-        row["timings"]["compile"] = t
-        row["speedups"]["compile"] = {"median": t["median"] / k["median"], "low": t["p10"] / k["p90"],
-                                      "high": t["p90"] / k["p10"]}
-        print("compile", row["op"], row["shape"], row["dtype"], f"{t['median'] * 1e6:.1f} us", flush=True)
+        for mode in modes:
+            t = results.get(str(index), {}).get(mode, {"error": "no result"})
+            if "error" in t:
+                row.setdefault("untimed_baselines", {})[mode] = t["error"]
+                if mode == "compile":  # the search-time numbers stand in
+                    row["timings"]["compile"] = row["search"]["timings"]["compile"]
+                    row["speedups"]["compile"] = row["search"]["speedups"]["compile"]
+                continue
+            k = row["timings"]["kernel"]
+            row["timings"][mode] = t
+            row["speedups"][mode] = {"median": t["median"] / k["median"], "low": t["p10"] / k["p90"],
+                                     "high": t["p90"] / k["p10"]}
+            print(mode, row["op"], row["shape"], row["dtype"], f"{t['median'] * 1e6:.1f} us", flush=True)
 
 
 #: the traffic phase's yardstick: torch's ``copy_`` between same-dtype tensors is a cudaMemcpy, which Nsight
@@ -667,6 +697,8 @@ def main() -> int:
                         help="re-time no further kernel after this many seconds from the start")
     parser.add_argument("--no-retime", action="store_true", help="keep the search-time numbers (see docstring)")
     parser.add_argument("--no-verdicts", action="store_true", help="skip the ncu searches")
+    parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode=\"max-autotune\") "
+                        "in the quiet re-timing (each op's autotuning under kevolve's compile-time limit)")
     parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
                         "(phase 4) and write the tables under --out")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
@@ -698,7 +730,7 @@ def main() -> int:
         for row in rows:
             row.pop("copy_bytes_per_s", None)  # this run's copy is the yardstick
         retime(rows, args.target, started + args.retime_deadline_s)
-        add_compile_baselines(rows, args.target)
+        add_compile_baselines(rows, args.target, args.max_autotune)
         print(write_tables(out, args.target, info, copy_bps, rows, [], {"search": "as in " + args.retime_from}))
         return 0
     cases = {"key": KEY, "catalog": CATALOG, "verdicts": [], "all": KEY + CATALOG}[args.cases]
@@ -735,7 +767,7 @@ def main() -> int:
     warm_pool.join()
     if not args.no_retime:
         retime(rows, args.target, started + args.retime_deadline_s)
-        add_compile_baselines(rows, args.target)
+        add_compile_baselines(rows, args.target, args.max_autotune)
         with (out / "gpu_rows_retimed.jsonl").open("w") as fh:
             fh.writelines(json.dumps(row, default=str) + "\n" for row in rows)
     order = {(op, json.dumps(dims), dtype): i for i, (op, dims, dtype) in enumerate(cases + verdicts)}
