@@ -103,11 +103,11 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     A problem already solved on this target and toolchain returns the stored best at once unless ``again``.
     ``budget`` counts evaluated candidates; the search also stops at ``time_budget_s``, at ``target_speedup``
     over eager, or when it stalls twice. The best kernel is re-timed at the end against ``baselines``
-    ("eager", "compile", "max-autotune"). ``synthesizer`` is ``template`` (offline), a provider's ``NAME:MODEL[,option=value]``
-    (e.g. ``anthropic:claude-sonnet-4-5``), or several joined by ``+`` sharing one search. ``knowledge=False``
-    withholds the docs packs' passages and hints; ``skills=False`` withholds what earlier sessions learnt:
-    their distilled lessons and the winners on the same op at other shapes (every finished session still
-    records its own).
+    ("eager", "compile", "max-autotune"). ``synthesizer`` is ``template`` (offline), a provider's
+    ``NAME:MODEL[,option=value]`` (e.g. ``anthropic:claude-sonnet-4-5``), or several joined by ``+`` sharing one
+    search. ``knowledge=False`` withholds the docs packs' passages and hints; ``skills=False`` withholds what
+    earlier sessions learnt: their distilled lessons and the winners on the same op at other shapes (every
+    finished session still records its own).
     """
     if search not in STRATEGIES:
         raise KevolveError(f"unknown search {search!r}; choose one of {', '.join(STRATEGIES)}")
