@@ -62,6 +62,26 @@ def test_a_persistent_grid_covers_every_tile(facts, config):
     assert evaluate(skipping, params, prob, config).status == "wrong_result"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_split_k_sums_every_split_and_applies_the_epilogue_once(dtype, facts, config):
+    """addmm_relu (bias, then relu on the whole sum) with K = 65 in 16-wide steps over 4 splits: splits of 2, 2,
+    and 1 masked steps and one past K's end; bfloat16 output through a float32 workspace."""
+    prob = catalog_problem("addmm_relu", dtype, SMALL)
+    recipe = recipe_for(matmul.RECIPES, prob)
+    space = recipe.space(prob, facts)
+    params = {**space.default(), "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "num_warps": 2, "SPLIT_K": 4}
+    assert space.valid(params), params
+    assert not space.valid({**params, "PROGRAMS": facts.parallel_units})
+    source = recipe.render(prob, params)
+    assert "torch" not in source and "_matmul_reduce[" in source
+    e = evaluate(source, params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason, e.evidence)
+    assert e.resources["launches"] == 2
+    first_split_lost = source.replace("for s in tl.static_range(SPLIT_K):", "for s in tl.static_range(1, SPLIT_K):")
+    assert first_split_lost != source
+    assert evaluate(first_split_lost, params, prob, config).status == "wrong_result"
+
+
 @pytest.mark.parametrize("op", ["matmul", "addmm_relu"])
 def test_bfloat16_default_point_through_the_harness(op, facts, config):
     """Triton's interpreter multiplies bf16 ``tl.dot`` operands as raw uint16 patterns (triton-lang/triton#11584);
@@ -84,7 +104,8 @@ def test_every_knob_responds_to_a_diagnosis(facts):
                 space = recipe.space(prob, facts)
                 assert space.valid(space.default()), (op, dtype, dims)
                 names = {p.name for p in space.params}
-                assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PROGRAMS", "num_warps", "num_stages"} <= names
+                assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PROGRAMS", "SPLIT_K", "num_warps",
+                        "num_stages"} <= names
                 assert ("INPUT_PRECISION" in names) == (dtype == "float32")
                 for param in space.params:
                     assert param.responds_to, (op, param.name)
@@ -115,7 +136,7 @@ def test_a_kernel_that_skips_the_last_k_tile_is_caught(facts, config):
     recipe = recipe_for(matmul.RECIPES, prob)
     params = recipe.space(prob, facts).default()
     source = recipe.render(prob, params)
-    loop = "for k0 in range(0, K, BLOCK_K):"
+    loop = "for k0 in range(k_lo, k_hi, BLOCK_K):"
     assert source.count(loop) == 1
-    e = evaluate(source.replace(loop, "for k0 in range(0, K - BLOCK_K, BLOCK_K):"), params, prob, config)
+    e = evaluate(source.replace(loop, "for k0 in range(k_lo, k_hi - BLOCK_K, BLOCK_K):"), params, prob, config)
     assert e.status == "wrong_result", (e.status, e.reason)

@@ -9,7 +9,10 @@ not accurate enough for float32's tolerance). Programs are numbered in groups of
 programs running together share tiles of A and B in L2. ``PROGRAMS`` picks the grid: 0 is one program per
 tile; a positive count (one or two per SM of the target) is a persistent grid whose programs walk the tiles in
 strides of that count, so the launch has no tail wave of short-lived programs and a program's next tile starts
-while the SM still holds the last one's state.
+while the SM still holds the last one's state. ``SPLIT_K`` > 1 splits K across programs as well, for shapes with
+few output tiles and a long K: each (tile, split) program writes its float32 partial product to a workspace,
+and a second launch sums the partials, applies the epilogue and rounds once (no atomics: the sum's order is
+fixed).
 
 Every edge is masked: rows past M, columns past N, and the last K step when K is not a multiple of ``BLOCK_K``
 (the launcher passes ``EVEN_K`` so that shapes with no K tail compile without the K masks). The bias add and
@@ -104,6 +107,7 @@ class TritonMatmul(Recipe):
             Param("GROUP_M", (1, 4, 8, 16), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=8),
             Param("PROGRAMS", (0, facts.parallel_units, 2 * facts.parallel_units),
                   {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=0),
+            Param("SPLIT_K", (1, 2, 4, 8), {d.OCCUPANCY_LIMITED: +1, d.LATENCY_BOUND: +1}, default=1),
         ]
         if fp32:
             precisions = fp32_precisions(facts)
@@ -121,6 +125,9 @@ class TritonMatmul(Recipe):
                 return False
             if bm * bn < 4 * lanes * warps:  # fewer than 4 outputs a thread: warps with nothing to do
                 return False
+            # split-K: one program per tile (no persistent grid), at least one K step per split
+            if p["SPLIT_K"] > 1 and (p["PROGRAMS"] or -(-k // bk) < p["SPLIT_K"]):
+                return False
             stages = p.get("num_stages", 2)
             return stages * (bm + bn) * bk * size <= shared
 
@@ -132,15 +139,101 @@ class TritonMatmul(Recipe):
         precision = params.get("INPUT_PRECISION") if problem.dtype == torch.float32 else None
         dot_kw = f", input_precision=\"{precision}\"" if precision else ""
         bias_arg = "bias_ptr, " if bias else ""
-        epilogue = ""
-        if bias:
-            epilogue += ("    bias = tl.load(bias_ptr + rn, mask=mask_n, other=0.0).to(tl.float32)\n"
-                         "    acc += bias[None, :]\n")
-        if relu:
-            epilogue += "    acc = tl.maximum(acc, 0.0)\n"
+
+        def epilogue(cols: str, mask: str, bias_row: str) -> str:
+            """Bias and relu on the float32 accumulator, before the single rounding to the output dtype."""
+            text = ""
+            if bias:
+                text += (f"    bias = tl.load(bias_ptr + {cols}, mask={mask}, other=0.0).to(tl.float32)\n"
+                         f"    acc += {bias_row}\n")
+            if relu:
+                text += "    acc = tl.maximum(acc, 0.0)\n"
+            return text
+
         call_bias = "inputs[2], " if bias else ""
         bm, bn, bk, gm = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"], params["GROUP_M"]
-        programs = params.get("PROGRAMS", 0)
+        programs, split = params.get("PROGRAMS", 0), params.get("SPLIT_K", 1)
+        acc_fn = f"""@triton.jit
+def _matmul_acc(pid, a_ptr, b_ptr, M, N, K, k_lo, k_hi, stride_am, stride_bk,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                EVEN_K: tl.constexpr):
+    # tile pid's product over K in [k_lo, k_hi); tiles in groups of GROUP_M tile rows, column by column:
+    # neighbours share A and B tiles in L2
+    grid_m = (M + BLOCK_M - 1) // BLOCK_M
+    grid_n = (N + BLOCK_N - 1) // BLOCK_N
+    per_group = GROUP_M * grid_n
+    first_m = (pid // per_group) * GROUP_M
+    group_rows = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    mask_m = rm < M
+    mask_n = rn < N
+    a_ptrs = a_ptr + rm[:, None].to(tl.int64) * stride_am + (k_lo + rk)[None, :]
+    b_ptrs = b_ptr + (k_lo + rk)[:, None].to(tl.int64) * stride_bk + rn[None, :]
+    acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        if EVEN_K:
+            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < K - k0), other=0.0)
+            b = tl.load(b_ptrs, mask=(rk[:, None] < K - k0) & mask_n[None, :], other=0.0)
+        acc = tl.dot(a, b, acc{dot_kw})
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    return acc, rm, rn
+
+
+"""
+        if split > 1:
+            return header(problem, params) + acc_fn + f"""@triton.jit
+def _matmul_split(a_ptr, b_ptr, ws_ptr, M, N, K, k_split, stride_am, stride_bk,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  EVEN_K: tl.constexpr):
+    # program (tile, s): the tile's float32 partial product over the s-th K range, into ws[s] (a buffer of the
+    # output's dtype, used as float32)
+    ws = ws_ptr.to(tl.pointer_type(tl.float32))
+    s = tl.program_id(1)
+    k_lo = s * k_split
+    acc, rm, rn = _matmul_acc(tl.program_id(0), a_ptr, b_ptr, M, N, K, k_lo, tl.minimum(k_lo + k_split, K),
+                              stride_am, stride_bk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K)
+    at = s.to(tl.int64) * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]
+    tl.store(ws + at, acc, mask=(rm < M)[:, None] & (rn < N)[None, :])
+
+
+@triton.jit
+def _matmul_reduce(ws_ptr, {bias_arg}c_ptr, M, N, stride_cm, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    # c = the sum of the SPLIT_K partial products, then the epilogue, rounded once
+    ws = ws_ptr.to(tl.pointer_type(tl.float32))
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < M * N
+    col = offs % N
+    acc = tl.full((BLOCK,), 0.0, tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(ws + s * M * N + offs, mask=mask, other=0.0)
+{epilogue("col", "mask", "bias")}    tl.store(c_ptr + (offs // N) * stride_cm + col, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def kernel(inputs, outputs):
+    a, b = inputs[0], inputs[1]
+    c = outputs[0]
+    M, K = a.shape
+    N = b.shape[1]
+    if M == 0 or N == 0:
+        return
+    # each split a whole number of K steps; splits past K's end compute zeros
+    k_split = triton.cdiv(triton.cdiv(K, {bk}), {split}) * {bk}
+    ws = c.new_empty(-(-{split} * M * N * 4 // c.element_size()))  # {split} float32 partial products
+    tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})
+    _matmul_split[(tiles, {split})](a, b, ws, M, N, K, k_split, a.stride(0), b.stride(0),
+                                    BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={gm},
+                                    EVEN_K=K % {bk} == 0{launch_args(params)})
+    _matmul_reduce[(triton.cdiv(M * N, 1024),)](ws, {call_bias}c, M, N, c.stride(0), SPLIT_K={split}, BLOCK=1024)
+"""
         grid = f"min(tiles, {programs})" if programs else "tiles"
         return header(problem, params) + f"""@triton.jit
 def _matmul_kernel(a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
@@ -160,38 +253,15 @@ def _matmul_kernel(a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk,
 def _matmul_tile(pid, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                  EVEN_K: tl.constexpr):
-    # tiles in groups of GROUP_M tile rows, column by column: neighbours share A and B tiles in L2
-    grid_m = (M + BLOCK_M - 1) // BLOCK_M
-    grid_n = (N + BLOCK_N - 1) // BLOCK_N
-    per_group = GROUP_M * grid_n
-    first_m = (pid // per_group) * GROUP_M
-    group_rows = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
-
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
+    acc, rm, rn = _matmul_acc(pid, a_ptr, b_ptr, M, N, K, 0, K, stride_am, stride_bk,
+                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K)
     mask_m = rm < M
     mask_n = rn < N
-    a_ptrs = a_ptr + rm[:, None].to(tl.int64) * stride_am + rk[None, :]
-    b_ptrs = b_ptr + rk[:, None].to(tl.int64) * stride_bk + rn[None, :]
-    acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        if EVEN_K:
-            a = tl.load(a_ptrs, mask=mask_m[:, None], other=0.0)
-            b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
-        else:
-            a = tl.load(a_ptrs, mask=mask_m[:, None] & (rk[None, :] < K - k0), other=0.0)
-            b = tl.load(b_ptrs, mask=(rk[:, None] < K - k0) & mask_n[None, :], other=0.0)
-        acc = tl.dot(a, b, acc{dot_kw})
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * stride_bk
-{epilogue}    c_ptrs = c_ptr + rm[:, None].to(tl.int64) * stride_cm + rn[None, :]
+{epilogue("rn", "mask_n", "bias[None, :]")}    c_ptrs = c_ptr + rm[:, None].to(tl.int64) * stride_cm + rn[None, :]
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
-def kernel(inputs, outputs):
+{acc_fn}def kernel(inputs, outputs):
     a, b = inputs[0], inputs[1]
     c = outputs[0]
     M, K = a.shape
