@@ -1,9 +1,13 @@
 """The classifiers' order of judgement: spills first, then a roof the kernel already reaches, then idle units or
 low occupancy, then launch latency; each verdict carries the numbers behind it. The roofline classifier (any
 target without counters) and the NVIDIA one with Nsight Compute counters agree on that order. The Nsight
-Compute adapter's CSV parsing is checked here too, with the verdict it feeds."""
+Compute adapter's CSV parsing and the Proton profiler's reading of its tree are checked here too, with the
+verdicts they feed."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 from kevolve import diagnosis as d
@@ -91,3 +95,43 @@ def test_ncu_csv_bytes_add_over_launches_and_reach_the_verdict():
                DRAM_BYTES: call["dram_bytes"], d.BYTES: 58.25e6}
     assert "116.5 MB through DRAM (2.00x the op's minimum bytes)" in \
         NvidiaClassifier().classify(metrics, FACTS, "ncu").summary
+
+
+#: the shape of a Proton hatchet tree: ROOT, kernel frames with device metrics, launch metadata below them
+_HATCHET = [{"frame": {"name": "ROOT", "type": "function"}, "metrics": {}, "children": [
+    {"frame": {"name": "_jagged_tile_totals", "type": "function"},
+     "metrics": {"count": 5, "device_id": "0", "device_type": "CUDA", "time (ns)": 17500.0},
+     "children": [{"frame": {"name": "__proton_launch_metadata", "type": "function"}, "metrics": {},
+                   "children": []}]},
+    {"frame": {"name": "_jagged_copy", "type": "function"},
+     "metrics": {"count": 5, "device_id": "0", "device_type": "CUDA", "time (ns)": 52500.0}, "children": []},
+]}, {"CUDA": {"0": {"arch": "90", "num_sms": 132}}}]
+
+
+def test_proton_kernel_times_and_the_verdict_they_feed(monkeypatch, tmp_path):
+    import sys
+    import types
+
+    import torch
+    from kevolve.backend.profiler import ProfileRequest
+    from kevolve_triton import proton
+
+    assert proton.kernel_times(_HATCHET) == {"_jagged_tile_totals": (17500.0, 5), "_jagged_copy": (52500.0, 5)}
+    fake = types.ModuleType("triton.profiler")  # Proton needs a GPU: a stand-in that writes the same tree
+    sessions = []
+    fake.start = lambda name, context: sessions.append(name) or 7
+    fake.finalize = lambda session: Path(sessions[-1] + ".hatchet").write_text(json.dumps(_HATCHET))
+    monkeypatch.setitem(sys.modules, "triton.profiler", fake)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    calls = []
+    request = ProfileRequest(run=lambda: calls.append(1), time_s=20e-6, flops=0.0, bytes=7e6, dtype="float32",
+                             facts=FACTS, parameters={}, resources={}, cold_cache=True)
+    metrics = proton.ProtonProfiler().profile(request)
+    assert len(calls) == 1 + proton.CALLS  # a warm-up call, then the recorded ones
+    assert metrics[d.TIME_S] == pytest.approx(14e-6) and metrics[proton.CALL_TIME_S] == 20e-6
+    assert metrics[d.BANDWIDTH_FRACTION] == pytest.approx(0.5)  # 7 MB in 14 us against 1 TB/s
+    assert metrics[proton.LAUNCHES] == 2 and metrics[proton.TOP_KERNEL] == "_jagged_copy"
+    summary = NvidiaClassifier().classify(metrics, FACTS, "proton").summary
+    assert "Proton: 2 launches per call, kernels 14.0 us of the 20.0 us call, _jagged_copy 75%" in summary
+    fake.finalize = lambda session: None  # no output: the roofline alone, with the reason
+    assert "profiler_error" in proton.ProtonProfiler().profile(request)

@@ -36,11 +36,16 @@ class NvidiaBackend(TritonBackend):
         return f"sm_{major}{minor}"
 
     def profiler(self, target: TargetSpec) -> Profiler:
+        """``KEVOLVE_NVIDIA_PROFILER``: "ncu" (default; hardware counters), "proton" (Triton's Proton: each
+        launch's device time, lighter) or "roofline" (timing alone); an unavailable choice falls back to the
+        roofline."""
+        from kevolve_triton.proton import ProtonProfiler
+
         from kevolve_nvidia.ncu import NcuProfiler
 
-        ncu = NcuProfiler()
         wanted = os.environ.get("KEVOLVE_NVIDIA_PROFILER", "ncu")
-        return ncu if wanted == "ncu" and ncu.available()[0] else RooflineProfiler()
+        chosen = {"ncu": NcuProfiler, "proton": ProtonProfiler}.get(wanted, RooflineProfiler)()
+        return chosen if chosen.available()[0] else RooflineProfiler()
 
     def classifier(self, target: TargetSpec) -> Classifier:
         from kevolve_nvidia.classifier import NvidiaClassifier

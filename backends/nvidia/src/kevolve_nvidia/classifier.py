@@ -3,9 +3,12 @@ throughput as % of peak, achieved occupancy); without them it falls back to the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kevolve import diagnosis as d
 from kevolve.backend.classifier import RooflineClassifier
 from kevolve.target import MachineFacts
+from kevolve_triton.proton import proton_summary
 
 from kevolve_nvidia.ncu import DRAM_BYTES, DRAM_FRACTION, L2_HIT, NCU_DURATION_S, SM_FRACTION
 
@@ -21,7 +24,8 @@ class NvidiaClassifier(RooflineClassifier):
 
     def classify(self, metrics: d.Metrics, facts: MachineFacts, source: str) -> d.Diagnosis:
         if DRAM_FRACTION not in metrics:
-            return super().classify(metrics, facts, source)
+            found = super().classify(metrics, facts, source)
+            return replace(found, summary=found.summary + proton_summary(metrics))
         dram, sm = float(metrics[DRAM_FRACTION]), float(metrics[SM_FRACTION])
         occupancy = float(metrics.get(d.OCCUPANCY, 1.0))
         spills = float(metrics.get(d.SPILL_BYTES, 0.0))
