@@ -82,6 +82,30 @@ def test_split_k_sums_every_split_and_applies_the_epilogue_once(dtype, facts, co
     assert evaluate(first_split_lost, params, prob, config).status == "wrong_result"
 
 
+def test_tma_loads_compile_for_sm_90_and_are_correct_with_edges(facts, config):
+    """Tensor descriptors at a 16-byte aligned shape (70 x 128 x 96: an M edge and a K step past the end,
+    both zero-filled by the descriptor); the catalog's check shapes are not aligned and take the pointer kernel
+    the file keeps. Only targets whose facts say tma offer the knob."""
+    from kevolve.plugins import get_manager
+
+    prob = catalog_problem("addmm_relu", "bfloat16", {"m": 70, "n": 128, "k": 96})
+    recipe = recipe_for(matmul.RECIPES, prob)
+    space = recipe.space(prob, facts)
+    params = {**space.default(), "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 64, "num_warps": 4, "LOADS": "tma"}
+    assert space.valid(params), params
+    source = recipe.render(prob, params)
+    assert "a_desc.load(" in source and "_matmul_kernel[" in source
+    e = evaluate(source, params, prob, config)
+    assert e.status == "ok", (params, e.status, e.reason, e.evidence)
+    assert e.resources[d.REGISTERS] > 0
+    loop = "for k0 in range(0, K, BLOCK_K):\n        acc = tl.dot(a_desc"
+    assert source.count(loop) == 1
+    short = source.replace(loop, "for k0 in range(0, K - BLOCK_K, BLOCK_K):\n        acc = tl.dot(a_desc")
+    assert evaluate(short, params, prob, config).status == "wrong_result"
+    a100 = get_manager().target("nvidia_a100").spec.facts
+    assert "LOADS" not in {p.name for p in recipe.space(prob, a100).params}
+
+
 @pytest.mark.parametrize("op", ["matmul", "addmm_relu"])
 def test_bfloat16_default_point_through_the_harness(op, facts, config):
     """Triton's interpreter multiplies bf16 ``tl.dot`` operands as raw uint16 patterns (triton-lang/triton#11584);

@@ -53,8 +53,8 @@ def _scalar_type(value: Any) -> str:
 
 def describe_launch(fn: Any, args: tuple, kwargs: dict, grid: Any) -> Launch:
     """Bind a launch's arguments to the jit function's parameters, the way Triton's own launcher does: tensors
-    become typed pointers, ints specialise on divisibility by 16, constexprs are fixed, other keywords are
-    compile options (num_warps, num_stages, ...)."""
+    become typed pointers, TMA tensor descriptors their descriptor type, ints specialise on divisibility by 16,
+    constexprs are fixed, other keywords are compile options (num_warps, num_stages, ...)."""
     names = list(fn.arg_names)
     bound = dict(zip(names, args))
     bound.update({k: v for k, v in kwargs.items() if k in names})
@@ -70,6 +70,10 @@ def describe_launch(fn: Any, args: tuple, kwargs: dict, grid: Any) -> Launch:
         if param.is_constexpr or value is None:
             signature[param.name] = "constexpr"
             constexprs[param.name] = value
+        elif hasattr(value, "block_shape") and hasattr(value, "base"):  # a host-side TMA tensor descriptor
+            from triton.runtime.jit import mangle_type
+
+            signature[param.name] = mangle_type(value)  # Triton's own spelling, e.g. tensordesc<bf16[64, 64]>
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
             signature[param.name] = "*" + TRITON_TYPES[value.dtype]
             attrs[(index,)] = [["tt.divisibility", 16]]  # fresh torch allocations are 16-byte aligned

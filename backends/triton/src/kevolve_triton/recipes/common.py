@@ -66,6 +66,16 @@ def tl_type(dtype: torch.dtype) -> str:
     return TL_TYPES[dtype]
 
 
+def persistent_body(call: Callable[[str, int], str], first: str, var: str, bounds: str, setup: str = "") -> str:
+    """A launched kernel's body under a ``PROGRAMS`` constexpr: 0 does one unit of work (``first``: the program's
+    own); otherwise the grid is persistent and each program walks ``var`` over ``range(bounds)``, every
+    PROGRAMS-th unit from its own. ``call(unit, indent)`` spells the work on one unit (an inlined jit helper,
+    so the one-unit kernel compiles as if written directly)."""
+    return (f"    if PROGRAMS == 0:\n        {call(first, 8)}\n"
+            f"    else:  # persistent: every PROGRAMS-th unit from the program's own\n{setup}"
+            f"        for {var} in range({bounds}):\n            {call(var, 12)}\n")
+
+
 def header(problem: Problem, params: dict[str, Any]) -> str:
     return (f"# kevolve generated kernel: {problem.describe()}\n"
             f"# parameters: {', '.join(f'{k}={v}' for k, v in params.items())}\n"

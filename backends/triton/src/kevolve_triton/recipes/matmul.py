@@ -9,7 +9,10 @@ not accurate enough for float32's tolerance). Programs are numbered in groups of
 programs running together share tiles of A and B in L2. ``PROGRAMS`` picks the grid: 0 is one program per
 tile; a positive count (one or two per SM of the target) is a persistent grid whose programs walk the tiles in
 strides of that count, so the launch has no tail wave of short-lived programs and a program's next tile starts
-while the SM still holds the last one's state. ``SPLIT_K`` > 1 splits K across programs as well, for shapes with
+while the SM still holds the last one's state. ``LOADS`` (targets whose facts say ``tma``: Hopper) picks
+"tma": host-side tensor descriptors, each tile loaded and stored by the tensor memory accelerator, edges
+zero-filled and clipped by the hardware; inputs whose base or row stride is not 16-byte aligned take the
+pointer kernel, which the file keeps. ``SPLIT_K`` > 1 splits K across programs as well, for shapes with
 few output tiles and a long K: each (tile, split) program writes its float32 partial product to a workspace,
 and a second launch sums the partials, applies the epilogue and rounds once (no atomics: the sum's order is
 fixed).
@@ -38,6 +41,8 @@ from kevolve_triton.recipes.common import (
     launch_args,
     launch_params,
     next_pow2,
+    persistent_body,
+    tl_type,
     warp_size,
     with_defaults,
 )
@@ -109,6 +114,9 @@ class TritonMatmul(Recipe):
                   {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=0),
             Param("SPLIT_K", (1, 2, 4, 8), {d.OCCUPANCY_LIMITED: +1, d.LATENCY_BOUND: +1}, default=1),
         ]
+        if triton_facts(facts).get("tma"):  # Hopper and later: tiles moved by the tensor memory accelerator
+            params.append(Param("LOADS", ("pointers", "tma"), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1},
+                                default="pointers"))
         if fp32:
             precisions = fp32_precisions(facts)
             params.append(Param("INPUT_PRECISION", precisions, {d.COMPUTE_BOUND: +1, d.SPILL_BOUND: -1},
@@ -126,7 +134,7 @@ class TritonMatmul(Recipe):
             if bm * bn < 4 * lanes * warps:  # fewer than 4 outputs a thread: warps with nothing to do
                 return False
             # split-K: one program per tile (no persistent grid), at least one K step per split
-            if p["SPLIT_K"] > 1 and (p["PROGRAMS"] or -(-k // bk) < p["SPLIT_K"]):
+            if p["SPLIT_K"] > 1 and (p["PROGRAMS"] or -(-k // bk) < p["SPLIT_K"] or p.get("LOADS") == "tma"):
                 return False
             stages = p.get("num_stages", 2)
             return stages * (bm + bn) * bk * size <= shared
@@ -154,19 +162,22 @@ class TritonMatmul(Recipe):
         bm, bn, bk, gm = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"], params["GROUP_M"]
         programs, split = params.get("PROGRAMS", 0), params.get("SPLIT_K", 1)
         acc_fn = f"""@triton.jit
-def _matmul_acc(pid, a_ptr, b_ptr, M, N, K, k_lo, k_hi, stride_am, stride_bk,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                EVEN_K: tl.constexpr):
-    # tile pid's product over K in [k_lo, k_hi); tiles in groups of GROUP_M tile rows, column by column:
-    # neighbours share A and B tiles in L2
+def _tile_coords(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # tiles in groups of GROUP_M tile rows, column by column: neighbours share A and B tiles in L2
     grid_m = (M + BLOCK_M - 1) // BLOCK_M
     grid_n = (N + BLOCK_N - 1) // BLOCK_N
     per_group = GROUP_M * grid_n
     first_m = (pid // per_group) * GROUP_M
     group_rows = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
+    return first_m + (pid % per_group) % group_rows, (pid % per_group) // group_rows
 
+
+@triton.jit
+def _matmul_acc(pid, a_ptr, b_ptr, M, N, K, k_lo, k_hi, stride_am, stride_bk,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                EVEN_K: tl.constexpr):
+    # tile pid's product over K in [k_lo, k_hi)
+    pid_m, pid_n = _tile_coords(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -235,19 +246,23 @@ def kernel(inputs, outputs):
     _matmul_reduce[(triton.cdiv(M * N, 1024),)](ws, {call_bias}c, M, N, c.stride(0), SPLIT_K={split}, BLOCK=1024)
 """
         grid = f"min(tiles, {programs})" if programs else "tiles"
-        return header(problem, params) + f"""@triton.jit
+        def walk(tile: str, args: str, constants: str) -> str:
+            """A kernel's body: its own tile, or with a persistent grid every PROGRAMS-th tile from its own."""
+            def call(pid: str, indent: int) -> str:
+                return f"{tile}({pid}, {args},\n{' ' * (indent + len(tile) + 1)}{constants})"
+            return persistent_body(call, "tl.program_id(0)", "tile", "tl.program_id(0), tiles, PROGRAMS",
+                                   "        tiles = ((M + BLOCK_M - 1) // BLOCK_M) * ((N + BLOCK_N - 1) // BLOCK_N)\n")
+
+        pointer_args = f"a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm"
+        pointer_launch = f"""    _matmul_kernel[({grid},)](a, b, {call_bias}c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
+                         BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={gm},
+                         EVEN_K=K % {bk} == 0, PROGRAMS={programs}{launch_args(params)})
+"""
+        text = header(problem, params) + f"""@triton.jit
 def _matmul_kernel(a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                    EVEN_K: tl.constexpr, PROGRAMS: tl.constexpr):
-    if PROGRAMS == 0:
-        _matmul_tile(tl.program_id(0), a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K)
-    else:  # persistent: the grid walks the tiles in strides of its size
-        tiles = ((M + BLOCK_M - 1) // BLOCK_M) * ((N + BLOCK_N - 1) // BLOCK_N)
-        for tile in range(tl.program_id(0), tiles, PROGRAMS):
-            _matmul_tile(tile, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K)
-
+{walk("_matmul_tile", pointer_args, "BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EVEN_K")}
 
 @triton.jit
 def _matmul_tile(pid, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
@@ -261,16 +276,52 @@ def _matmul_tile(pid, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
 
 
-{acc_fn}def kernel(inputs, outputs):
+{acc_fn}"""
+        launcher = """def kernel(inputs, outputs):
     a, b = inputs[0], inputs[1]
     c = outputs[0]
     M, K = a.shape
     N = b.shape[1]
     tiles = triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})
-    _matmul_kernel[({grid},)](a, b, {call_bias}c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
-                         BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}, GROUP_M={gm},
-                         EVEN_K=K % {bk} == 0, PROGRAMS={programs}{launch_args(params)})
-"""
+{launch}"""
+        if params.get("LOADS", "pointers") != "tma":
+            return text + launcher.format(bm=bm, bn=bn, launch=pointer_launch)
+        return text.replace("import triton.language as tl\n",
+                            "import triton.language as tl\nfrom triton.tools.tensor_descriptor import "
+                            "TensorDescriptor\n", 1) + f"""@triton.jit
+def _matmul_tma(a_desc, b_desc, {bias_arg}c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr):
+{walk("_matmul_tile_tma", f"a_desc, b_desc, {bias_arg}c_desc, M, N, K", "BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M")}
+
+@triton.jit
+def _matmul_tile_tma(pid, a_desc, b_desc, {bias_arg}c_desc, M, N, K, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # the tensor memory accelerator moves each tile; rows and columns past the edges load as zeros and are
+    # not stored
+    pid_m, pid_n = _tile_coords(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        acc = tl.dot(a_desc.load([pid_m * BLOCK_M, k0]), b_desc.load([k0, pid_n * BLOCK_N]), acc{dot_kw})
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_n = rn < N
+{epilogue("rn", "mask_n", "bias[None, :]")}    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to({tl_type(problem.dtype)}))
+
+
+def _tma_ready(*tensors):
+    \"\"\"TMA needs 16-byte aligned bases and row strides and contiguous rows; other layouts take the pointer
+    kernel.\"\"\"
+    return all(t.numel() > 0 and t.stride(-1) == 1 and t.data_ptr() % 16 == 0
+               and t.stride(0) * t.element_size() % 16 == 0 for t in tensors)
+
+
+""" + launcher.format(bm=bm, bn=bn, launch=f"""    if _tma_ready(a, b, c):
+        a_desc = TensorDescriptor.from_tensor(a, [{bm}, {bk}])
+        b_desc = TensorDescriptor.from_tensor(b, [{bk}, {bn}])
+        c_desc = TensorDescriptor.from_tensor(c, [{bm}, {bn}])
+        _matmul_tma[({grid},)](a_desc, b_desc, {call_bias}c_desc, M, N, K, BLOCK_M={bm}, BLOCK_N={bn},
+                               BLOCK_K={bk}, GROUP_M={gm}, PROGRAMS={programs}{launch_args(params)})
+        return
+{pointer_launch}""")
 
 
 RECIPES = [TritonMatmul()]

@@ -41,6 +41,7 @@ from kevolve_triton.recipes.common import (
     launch_args,
     launch_params,
     next_pow2,
+    persistent_body,
     pow2_range,
     triton_expr,
     warp_size,
@@ -136,16 +137,12 @@ def _prologue(width: str) -> str:
 
 def _walk(kernel: str, pointers: str, width: str) -> str:
     """A launched kernel: its program's block of rows, or with a persistent grid every PROGRAMS-th block from
-    its own, each handled by the ``_rows`` helper (inlined: the one-block kernel compiles as before)."""
-    call = f"{kernel}_rows({{row0}}, {pointers}, out_ptr, rows, cols, {width}, ROWS)"
+    its own, each handled by the ``_rows`` helper."""
+    body = persistent_body(lambda row0, _: f"{kernel}_rows({row0}, {pointers}, out_ptr, rows, cols, {width}, ROWS)",
+                           "tl.program_id(0) * ROWS", "row0", "tl.program_id(0) * ROWS, rows, PROGRAMS * ROWS")
     return f"""@triton.jit
 def {kernel}({pointers}, out_ptr, rows, cols, {width}: tl.constexpr, ROWS: tl.constexpr, PROGRAMS: tl.constexpr):
-    if PROGRAMS == 0:
-        {call.format(row0="tl.program_id(0) * ROWS")}
-    else:
-        for row0 in range(tl.program_id(0) * ROWS, rows, PROGRAMS * ROWS):
-            {call.format(row0="row0")}
-
+{body}
 
 """
 
