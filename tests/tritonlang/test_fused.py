@@ -36,6 +36,8 @@ def _evaluate(prob, params, config, source=None):
     ("dot_interaction", "bfloat16", {}),
     ("dot_interaction", "float32", {"SAMPLES": 4, "BLOCK_D": 32, "INPUT_PRECISION": "ieee"}),
     ("dot_interaction", "bfloat16", {"SAMPLES": 2, "BLOCK_D": 128, "num_warps": 8}),
+    ("dot_interaction", "float32", {"INPUT_PRECISION": "tf32x3"}),
+    ("dot_interaction", "float32", {"INPUT_PRECISION": "tf32x3_gram", "SAMPLES": 2, "BLOCK_D": 32, "num_warps": 2}),
     ("target_attention", "float32", {}),
     ("target_attention", "bfloat16", {}),
     ("target_attention", "float32", {"CHUNK": 16, "num_warps": 4}),
@@ -72,4 +74,17 @@ def test_a_plausible_mistake_is_caught(op, facts, config):
     right, wrong = MISTAKES[op]
     assert source.count(right) == 1
     e = _evaluate(prob, params, config, source.replace(right, wrong))
+    assert e.status == "wrong_result", (e.status, e.reason)
+
+
+def test_gram_split_needs_both_cross_terms(facts, config):
+    """tf32x3_gram adds the cross term and its transpose; with the transpose left out the triangle is off by
+    about 2^-11 of its values, past float32's tolerance."""
+    prob = catalog_problem("dot_interaction", "float32", SMALL["dot_interaction"])
+    recipe = recipe_for(RECIPES["dot_interaction"], prob)
+    params = {**recipe.space(prob, facts).default(), "INPUT_PRECISION": "tf32x3_gram"}
+    source = recipe.render(prob, params)
+    right = "gram += cross + tl.trans(cross)"
+    assert source.count(right) == 1
+    e = _evaluate(prob, params, config, source.replace(right, "gram += cross"))
     assert e.status == "wrong_result", (e.status, e.reason)

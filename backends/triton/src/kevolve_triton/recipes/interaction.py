@@ -31,6 +31,12 @@ from kevolve_triton.recipes.common import (
 )
 from kevolve_triton.recipes.matmul import fp32_precisions
 
+#: float32 Gram products at tf32x3's accuracy in two tensor-core products a slice instead of three: Triton's
+#: tf32x3 splits both operands of ``T T^T`` into tf32 hi + lo parts and adds hi hi^T, hi lo^T and lo hi^T; for
+#: a Gram matrix the last is the transpose of the second, so T is split once and the cross term transposed once
+#: per sample (the lo lo^T term is dropped by both)
+GRAM_TF32X3 = "tf32x3_gram"
+
 
 class TritonDotInteraction(Recipe):
     """One program per ``SAMPLES`` samples, taken one after another; per sample the dim is walked in
@@ -52,7 +58,11 @@ class TritonDotInteraction(Recipe):
         # measured on an H100 at 26 features, dim 128: one warp per program is fastest, on 64-wide slices in
         # bfloat16 (batch 65536: 195 us; 2 warps 211, 4 warps 226, 8 warps 309) and 16-wide slices with tf32x3 in
         # float32 (batch 16384: 143 us; 32-wide slices 158; exact "ieee" dots 640); where the target offers
-        # num_stages, no software pipelining of the slice loop (bfloat16 181 us; 2-3 stages 196-199 us)
+        # num_stages, no software pipelining of the slice loop (bfloat16 181 us; 2-3 stages 196-199 us).
+        # 2026-11-25 (bench/row_schedules.py): float32 in two tensor-core products a slice (tf32x3_gram) 125 us
+        # against tf32x3's 142-143 us, best still on one warp and 16-wide slices (2 warps 135, 32-wide 144);
+        # two samples stacked in one 64-row tile, which Hopper's wgmma takes, lost: float32 185 us at best,
+        # bfloat16 214 us against 181 (four times the products of one sample's tile, a quarter of them used)
         slice_d = 64 if problem.dtype.itemsize <= 2 else 16
         params = [
             Param("BLOCK_D", pow2_range(16, 256), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
@@ -61,8 +71,10 @@ class TritonDotInteraction(Recipe):
         ]
         if problem.dtype == torch.float32:
             precisions = fp32_precisions(facts)
+            if "tf32x3" in precisions:
+                precisions += (GRAM_TF32X3,)
             params.append(Param("INPUT_PRECISION", precisions, {d.COMPUTE_BOUND: +1, d.SPILL_BOUND: -1},
-                                default="tf32x3" if "tf32x3" in precisions else precisions[0]))
+                                default=GRAM_TF32X3 if GRAM_TF32X3 in precisions else precisions[0]))
         params += with_defaults(launch_params(facts, self.families[0]), num_warps=1, num_stages=1)
         # a tile of at most 64 elements a thread, and no slice wider than the dim
         return ScheduleSpace(params, valid=lambda p: p["BLOCK_D"] <= widest
@@ -71,7 +83,16 @@ class TritonDotInteraction(Recipe):
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         block_d, samples = params["BLOCK_D"], params["SAMPLES"]
         precision = params.get("INPUT_PRECISION") if problem.dtype == torch.float32 else None
-        dot_kw = f", input_precision=\"{precision}\"" if precision else ""
+        dot_kw = f', input_precision="{precision}"' if precision else ""
+        accumulate = f"gram = tl.dot(stacked, tl.trans(stacked), gram{dot_kw})"
+        cross_init = cross_add = ""
+        if precision == GRAM_TF32X3:
+            cross_init = "\n        cross = tl.full((VECTORS, VECTORS), 0.0, tl.float32)"
+            accumulate = """# T = hi + lo, hi with tf32's 10 mantissa bits: T T^T ~ hi hi^T + C + C^T, C = hi lo^T
+            hi = (stacked.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)
+            gram = tl.dot(hi, tl.trans(hi), gram, input_precision="tf32")
+            cross = tl.dot(hi, tl.trans(stacked - hi), cross, input_precision="tf32")"""
+            cross_add = "\n        gram += cross + tl.trans(cross)"
         return header(problem, params) + f"""@triton.jit
 def _dot_interaction(dense_ptr, sparse_ptr, out_ptr, batch, features, dim, width,
                      VECTORS: tl.constexpr, BLOCK_D: tl.constexpr, SAMPLES: tl.constexpr):
@@ -86,7 +107,7 @@ def _dot_interaction(dense_ptr, sparse_ptr, out_ptr, batch, features, dim, width
     for s in range(SAMPLES):
         # a program past the batch's end redoes the last sample (the same values stored again, no masks)
         b64 = tl.minimum(tl.program_id(0) * SAMPLES + s, batch - 1).to(tl.int64)
-        gram = tl.full((VECTORS, VECTORS), 0.0, tl.float32)
+        gram = tl.full((VECTORS, VECTORS), 0.0, tl.float32){cross_init}
         for d0 in range(0, dim, BLOCK_D):
             c = d0 + tl.arange(0, BLOCK_D)
             c_ok = c < dim
@@ -94,8 +115,8 @@ def _dot_interaction(dense_ptr, sparse_ptr, out_ptr, batch, features, dim, width
             rows = tl.load(sparse_ptr + (b64 * features + (v[:, None] - 1)) * dim + c[None, :],
                            mask=is_sparse[:, None] & c_ok[None, :], other=0.0)
             stacked = tl.where(is_dense[:, None], dense[None, :], rows)
-            gram = tl.dot(stacked, tl.trans(stacked), gram{dot_kw})
-            tl.store(out_ptr + b64 * width + c, dense, mask=c_ok)
+            {accumulate}
+            tl.store(out_ptr + b64 * width + c, dense, mask=c_ok){cross_add}
         tl.store(out_ptr + b64 * width + slot, gram.to(out_ptr.dtype.element_ty), mask=lower)
 
 
