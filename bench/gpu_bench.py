@@ -42,6 +42,7 @@ from pathlib import Path
 
 import torch
 from kevolve import diagnosis as d
+from kevolve.harness.baselines import COMPILE_MODES
 from kevolve.harness.pipeline import HarnessConfig
 from report import fmt_speedup, fmt_time, search_and_time
 
@@ -187,9 +188,9 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             f"same way ({_ncu_rate(copy_ncu, copy_ncu['bytes']) / 1e12:.2f} TB/s; measured "
             f"{info['traffic_from']}); blank where that run profiled another kernel than the row's."
             if copy_ncu else "") + (
-            " `vs max-autotune` is torch.compile(mode=\"max-autotune\") timed like torch.compile, where its "
-            "autotuning finished within kevolve's compile-time limit (else the reason is in the JSON, "
-            "`untimed_baselines`)." if autotune else ""), "",
+            f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
+            "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
+            "in the JSON, `untimed_baselines`); with --combine, from the run that timed it." if autotune else ""), "",
         "| op | shape | dtype | eager ms | torch.compile ms | kevolve ms | vs eager | vs compile | "
         + ("vs max-autotune | " if autotune else "") + "BW | BW graph | BW ncu | vs eager, graph | verdict | best |",
         "|---" * (15 if autotune else 14) + "|",
@@ -224,7 +225,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         tuned_rows = [r["speedups"]["max-autotune"]["median"] for r in timed if "max-autotune" in r["speedups"]]
         if tuned_rows:
             lines.append(f"Over the {len(tuned_rows)} rows where max-autotune was timed: "
-                         f"{statistics.geometric_mean(tuned_rows):.2f}x vs torch.compile(mode=\"max-autotune\").")
+                         f"{statistics.geometric_mean(tuned_rows):.2f}x vs max-autotune.")
         memory = [(r, bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))) for r in timed
                   if r.get("diagnosis_kind") == d.MEMORY_BOUND]
         memory = [(r, f) for r, f in memory if f is not None]
@@ -326,8 +327,14 @@ def combine(paths: list[Path], out: Path, target: str, traffic_path: Path | None
     rows = []
     for case_rows in by_case.values():
         ranked = sorted(case_rows, key=lambda r: r["speedups"]["compile"]["median"])
-        rows.append({**ranked[(len(ranked) - 1) // 2],
-                     "runs_vs_compile": [r["speedups"]["compile"]["median"] for r in case_rows]})
+        row = {**ranked[(len(ranked) - 1) // 2],
+               "runs_vs_compile": [r["speedups"]["compile"]["median"] for r in case_rows]}
+        # max-autotune may be timed in one run only (minutes of autotuning per op): its ratio comes from that run
+        tuned = next((r for r in case_rows if "max-autotune" in r["speedups"]), None)
+        if tuned and "max-autotune" not in row["speedups"]:
+            row["speedups"] = {**row["speedups"], "max-autotune": tuned["speedups"]["max-autotune"]}
+            row["timings"] = {**row["timings"], "max-autotune": tuned["timings"]["max-autotune"]}
+        rows.append(row)
     _catalog_order(rows)
     info = {**runs[-1]["device"], "command": "python bench/gpu_bench.py --combine " + " ".join(map(str, paths))
             + (f" --traffic {traffic_path}" if traffic_path else "")}
@@ -542,7 +549,7 @@ def compile_baselines(rows_path: Path, out_path: Path, repeats: int = 41, inner:
     results = {}
     for index, row in enumerate(rows["rows"]):
         results[str(index)] = {}
-        for mode in rows["modes"]:
+        for mode in row["modes"]:
             try:
                 problem = kevolve.api.resolve_problem(row["op"], row["shape"], row["dtype"], None)
                 if mode == "max-autotune":
@@ -561,29 +568,33 @@ def compile_baselines(rows_path: Path, out_path: Path, repeats: int = 41, inner:
             except Exception as exc:  # noqa: BLE001 - that row keeps its search-time numbers for this mode
                 results[str(index)][mode] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             torch._dynamo.reset()
-    out_path.write_text(json.dumps(results))
+            out_path.write_text(json.dumps(results))  # after each timing: a run cut short keeps what it timed
 
 
-def add_compile_baselines(rows: list[dict], target: str, max_autotune: bool = False) -> None:
+def add_compile_baselines(rows: list[dict], target: str, max_autotune: list[str] | None = None) -> None:
     """Time torch.compile for the re-timed rows in a child process (compile_baselines) and add the columns:
     kernel and compile are then timed in different processes, so the speedup is the ratio of the medians,
-    with [compile p10 / kernel p90 .. compile p90 / kernel p10] as its spread. With ``max_autotune`` the
-    max-autotune mode too; a row whose autotuning passes kevolve's compile-time limit says so in
-    ``untimed_baselines``."""
+    with [compile p10 / kernel p90 .. compile p90 / kernel p10] as its spread. With ``max_autotune`` (a list
+    of ops; empty: all) the max-autotune mode too; a row whose autotuning passes kevolve's compile-time limit
+    says so in ``untimed_baselines``."""
     import subprocess
 
     quiet = [r for r in rows if r.get("timed") == "quiet"]
     if not quiet:
         return
-    modes = ["compile", "max-autotune"] if max_autotune else ["compile"]
+    def modes(row: dict) -> list[str]:
+        tuned = max_autotune is not None and (not max_autotune or row["op"] in max_autotune)
+        return ["compile", "max-autotune"] if tuned else ["compile"]
+
     with tempfile.TemporaryDirectory() as tmp:
         rows_path, out_path = Path(tmp) / "rows.json", Path(tmp) / "compile.json"
-        rows_path.write_text(json.dumps({"target": target, "modes": modes,
-                                         "rows": [{k: r[k] for k in ("op", "shape", "dtype")} for r in quiet]}))
+        rows_path.write_text(json.dumps({"target": target, "rows": [
+            {**{k: r[k] for k in ("op", "shape", "dtype")}, "modes": modes(r)}
+            for r in quiet]}))
         subprocess.run([sys.executable, __file__, "--compile-baselines", str(rows_path), str(out_path)], check=False)
         results = json.loads(out_path.read_text()) if out_path.exists() else {}
     for index, row in enumerate(quiet):
-        for mode in modes:
+        for mode in modes(row):
             t = results.get(str(index), {}).get(mode, {"error": "no result"})
             if "error" in t:
                 row.setdefault("untimed_baselines", {})[mode] = t["error"]
@@ -697,8 +708,9 @@ def main() -> int:
                         help="re-time no further kernel after this many seconds from the start")
     parser.add_argument("--no-retime", action="store_true", help="keep the search-time numbers (see docstring)")
     parser.add_argument("--no-verdicts", action="store_true", help="skip the ncu searches")
-    parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode=\"max-autotune\") "
-                        "in the quiet re-timing (each op's autotuning under kevolve's compile-time limit)")
+    parser.add_argument("--max-autotune", nargs="*", metavar="OP", help="also time kevolve's max-autotune baseline "
+                        "in the quiet re-timing (each op's autotuning under kevolve's compile-time limit), for the "
+                        "rows of these ops (none named: every row)")
     parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
                         "(phase 4) and write the tables under --out")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "

@@ -1,9 +1,12 @@
 """Schedules of the shared Triton row / index recipes on the GPU, timed three ways, against eager and the copy.
 
     python bench/row_schedules.py [--out DIR] [--ops softmax rms_norm ...] [--max-variants 8]
+        [--cases '[["matmul", {"m": 4096, "n": 4096, "k": 4096}, "bfloat16"], ...]']
+        [--params '{"matmul": [{"LOADS": "tma"}, ...]}'] [--files '{"matmul": ["my_kernel.py", ...]}']
 
-For each case it renders the recipe's default and neighbouring schedules (ROWS x num_warps), checks each against
-the PyTorch reference on fresh random inputs, and times it with:
+For each case (the row / index cases below, or ``--cases``: any catalog op) it renders the recipe's default and
+neighbouring schedules (ROWS x num_warps), the ``--params`` points and the ``--files`` kernels, checks each against
+the PyTorch reference on fresh random inputs with the op's tolerance, and times it with:
 
 * ``harness``: as kevolve's GPU runner does: L2 evicted by a 256 MiB write before each call, the call (host
   launch and output allocation included) between two device events;
@@ -111,6 +114,7 @@ def variants(space, knobs: dict[str, tuple], limit: int) -> list[dict]:
 
 def main() -> int:
     from kevolve.api import resolve_problem
+    from kevolve.harness import checks
     from kevolve.plugins import get_manager
     from kevolve_triton.recipes import all_recipes
 
@@ -119,8 +123,12 @@ def main() -> int:
     parser.add_argument("--ops", nargs="*")
     parser.add_argument("--max-variants", type=int, default=8)
     parser.add_argument("--params", default="", help="JSON {op: [params, ...]} tried besides the variants")
+    parser.add_argument("--files", default="", help="JSON {op: [kernel file, ...]} timed beside the variants")
+    parser.add_argument("--cases", default="", help="JSON [[op, dims, dtype], ...] instead of the row cases")
     args = parser.parse_args()
     extra = json.loads(args.params) if args.params else {}
+    files = json.loads(args.files) if args.files else {}
+    cases = [tuple(case) for case in json.loads(args.cases)] if args.cases else CASES
     registered = get_manager().target("nvidia_h100")
     facts = registered.backend.facts(registered.spec)
     copy = copy_bandwidth()
@@ -130,7 +138,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp())
     knobs = {"ROWS": (1, 2, 4, 8, 16, 32), "num_warps": (1, 2, 4, 8, 16), "BLOCK_ROWS": (1, 2, 4, 8),
              "BLOCK_K": (64, 128, 256), "BLOCK": (512, 1024, 2048), "ITEMS": (1, 2, 4), "SEARCH": ("global", "shared")}
-    for op, dims, dtype in CASES:
+    for op, dims, dtype in cases:
         if args.ops and op not in args.ops:
             continue
         problem = resolve_problem(op, dims, dtype, None)
@@ -150,14 +158,15 @@ def main() -> int:
         print(f"\n== {op} {dims} {dtype}: {nbytes / 1e6:.1f} MB, floor {nbytes / copy * 1e6:.1f} us; eager "
               + " ".join(f"{k} {v * 1e6:.1f}us ({nbytes / v / copy:.0%})" for k, v in eager.items()), flush=True)
         points = variants(space, knobs, args.max_variants) + [space.fix(p) for p in extra.get(op, [])]
-        for idx, params in enumerate(points):
+        sources = [(params, recipe.render(problem, params)) for params in points]
+        sources += [({"file": path}, Path(path).read_text()) for path in files.get(op, [])]
+        for idx, (params, source) in enumerate(sources):
             try:
-                kernel = load_kernel_file(recipe.render(problem, params), tmp, f"k_{op}_{idx}_{len(results)}")
-                out = [torch.full_like(e, float("nan")) if e.is_floating_point() else torch.full_like(e, -7)
-                       for e in expected]
+                kernel = load_kernel_file(source, tmp, f"k_{op}_{idx}_{len(results)}")
+                out = checks.allocate_poisoned(expected, 0, "cuda")
                 kernel(inputs, out)
                 torch.cuda.synchronize()
-                ok = all(torch.allclose(o.float(), e.float(), rtol=2e-2, atol=2e-2, equal_nan=True)
+                ok = all(checks.compare(o, e, problem.tolerance(problem.dtype), 0) is None
                          for o, e in zip(out, expected))
                 t = {"harness": time_harness(lambda: kernel(inputs, [torch.empty_like(e) for e in expected])),
                      "graph1": time_graph1(lambda: kernel(inputs, out_sets[0])),
