@@ -582,6 +582,7 @@ def add_compile_baselines(rows: list[dict], target: str, max_autotune: list[str]
     quiet = [r for r in rows if r.get("timed") == "quiet"]
     if not quiet:
         return
+
     def modes(row: dict) -> list[str]:
         tuned = max_autotune is not None and (not max_autotune or row["op"] in max_autotune)
         return ["compile", "max-autotune"] if tuned else ["compile"]
@@ -589,8 +590,7 @@ def add_compile_baselines(rows: list[dict], target: str, max_autotune: list[str]
     with tempfile.TemporaryDirectory() as tmp:
         rows_path, out_path = Path(tmp) / "rows.json", Path(tmp) / "compile.json"
         rows_path.write_text(json.dumps({"target": target, "rows": [
-            {**{k: r[k] for k in ("op", "shape", "dtype")}, "modes": modes(r)}
-            for r in quiet]}))
+            {**{k: r[k] for k in ("op", "shape", "dtype")}, "modes": modes(r)} for r in quiet]}))
         subprocess.run([sys.executable, __file__, "--compile-baselines", str(rows_path), str(out_path)], check=False)
         results = json.loads(out_path.read_text()) if out_path.exists() else {}
     for index, row in enumerate(quiet):
