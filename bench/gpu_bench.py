@@ -19,7 +19,7 @@
    ``retime`` also records each kernel's and eager's device time per call in a CUDA graph (``device_s``).
    The search-time numbers stay in the JSON (``search``). ``--no-retime`` skips this phase.
 5. DRAM traffic (``--traffic-from DIR``, a run of its own): each row's kernel and a copy kernel profiled once
-   under Nsight Compute; ``--combine ... --traffic OUT`` adds the table's `BW ncu` column (see ``traffic``).
+   under Nsight Compute; ``--combine ... --traffic OUT [OUT ...]`` adds the table's `BW ncu` column (see ``traffic``).
 
 torch.compile baselines are compiled once ahead, in parallel worker processes (warming Inductor's caches), so
 that the re-timing does not spend minutes compiling. Rows are appended to ``gpu_rows.jsonl`` as they finish:
@@ -150,6 +150,7 @@ def ncu_fraction(row: dict, copy_ncu: dict | None) -> float | None:
     DRAM counted and the op's minimum: output lines still dirty in L2 when a kernel ends are written back after
     it, uncounted (up to ~40 MB on an H100), while sectors fetched whole for scattered reads count in full."""
     found = row.get("traffic")
+    copy_ncu = found and found.get("copy") or copy_ncu  # the copy profiled in the row's own traffic run
     if not found or not copy_ncu:
         return None
     return _ncu_rate(found, row.get("bytes") or 0.0) / _ncu_rate(copy_ncu, copy_ncu["bytes"])
@@ -157,6 +158,10 @@ def ncu_fraction(row: dict, copy_ncu: dict | None) -> float | None:
 
 def _ncu_rate(found: dict, minimum: float) -> float:
     return max(found["dram_bytes"], minimum) / found["duration_s"]
+
+
+def _copy_note(copy_ncu: dict, when: str) -> str:
+    return f"{_ncu_rate(copy_ncu, copy_ncu['bytes']) / 1e12:.2f} TB/s, measured {when}"
 
 
 def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
@@ -185,8 +190,8 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             f" `BW ncu` is the DRAM traffic Nsight Compute counted for one call of the kernel (whole sectors, "
             f"caches flushed before it; never less than the op's minimum bytes: writes still in L2 at the end go "
             f"uncounted) over that call's duration, as a fraction of a 1 GiB copy kernel profiled the "
-            f"same way ({_ncu_rate(copy_ncu, copy_ncu['bytes']) / 1e12:.2f} TB/s; measured "
-            f"{info['traffic_from']}); blank where that run profiled another kernel than the row's."
+            f"same way in the same run ({info.get('traffic_copies') or _copy_note(copy_ncu, info['traffic_from'])}); "
+            "blank where no run profiled the row's kernel."
             if copy_ncu else "") + (
             f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
             "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
@@ -312,7 +317,7 @@ def _catalog_order(rows: list[dict]) -> None:
     rows.sort(key=lambda r: order.get(_case(r), len(order)))
 
 
-def combine(paths: list[Path], out: Path, target: str, traffic_path: Path | None = None) -> int:
+def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path] | None = None) -> int:
     """Several re-timings of the same rows (``--retime-from`` runs) -> one table. Per case, the row of the run
     whose speedup over torch.compile is the median of the runs' is shown, whole (its times, its run's copy
     bandwidth): a run disturbed by something else on the GPU moves single rows by up to 3x (seen 2026-11-24:
@@ -337,9 +342,9 @@ def combine(paths: list[Path], out: Path, target: str, traffic_path: Path | None
         rows.append(row)
     _catalog_order(rows)
     info = {**runs[-1]["device"], "command": "python bench/gpu_bench.py --combine " + " ".join(map(str, paths))
-            + (f" --traffic {traffic_path}" if traffic_path else "")}
-    if traffic_path:
-        attach_traffic(rows, info, traffic_path)
+            + (" --traffic " + " ".join(map(str, traffic_paths)) if traffic_paths else "")}
+    if traffic_paths:
+        attach_traffic(rows, info, traffic_paths)
     summary = [{"device": r["device"], "copy_bytes_per_s": r["copy_bytes_per_s"], "rows": r["rows"]} for r in runs]
     text = write_tables(out, target, info, runs[-1]["copy_bytes_per_s"], rows, [], runs[-1].get("budgets") or {},
                         summary)
@@ -673,18 +678,23 @@ def traffic(rows: list[dict], target: str) -> dict:
     return measured
 
 
-def attach_traffic(rows: list[dict], info: dict, path: Path) -> None:
-    """Join a ``--traffic-from`` run's measurements (its traffic.json) to the rows of the same cases whose
-    kernel is the one measured (a re-timing may pick another finalist than the run it started from)."""
-    measured = json.loads((path / "traffic.json").read_text())
-    if "error" in measured["copy"]:
-        raise SystemExit(f"{path}: the copy was not profiled, so no traffic column: {measured['copy']['error']}")
-    info["copy_ncu"] = measured["copy"]
-    info["traffic_from"] = measured.get("device", {}).get("date", str(path))
-    for row in rows:
-        found = measured.get(json.dumps(_case(row)))
-        if found and "error" not in found and found["source"] == row.get("source"):
-            row["traffic"] = found
+def attach_traffic(rows: list[dict], info: dict, paths: list[Path]) -> None:
+    """Join ``--traffic-from`` runs' measurements (their traffic.json) to the rows of the same cases whose
+    kernel is the one measured (a re-timing may pick another finalist than the run it started from); where
+    several runs profiled a row's kernel the last one listed counts. Each row keeps its run's copy, the yardstick
+    of its fraction."""
+    notes = []
+    for path in paths:
+        measured = json.loads((path / "traffic.json").read_text())
+        if "error" in measured["copy"]:
+            raise SystemExit(f"{path}: the copy was not profiled, so no traffic column: {measured['copy']['error']}")
+        info["copy_ncu"] = measured["copy"]
+        notes.append(_copy_note(measured["copy"], measured.get("device", {}).get("date", str(path))))
+        for row in rows:
+            found = measured.get(json.dumps(_case(row)))
+            if found and "error" not in found and found["source"] == row.get("source"):
+                row["traffic"] = {**found, "copy": measured["copy"]}
+    info["traffic_copies"] = "; ".join(notes)
 
 
 def main() -> int:
@@ -715,7 +725,8 @@ def main() -> int:
                         "(phase 4) and write the tables under --out")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
                         "kernel and a copy once under ncu (phase 5) and write traffic.json under --out")
-    parser.add_argument("--traffic", help="with --combine: a --traffic-from run whose DRAM traffic the table shows")
+    parser.add_argument("--traffic", nargs="*", help="with --combine: --traffic-from runs whose DRAM traffic the "
+                        "table shows (a row profiled in several: the last listed)")
     parser.add_argument("--skip-done", help="a directory with an earlier run's results: cases that have a row "
                         "there are not searched again (a run that adds cases; join the parts with --merge)")
     args = parser.parse_args()
@@ -724,7 +735,7 @@ def main() -> int:
     if args.merge:
         return merge([Path(m) for m in args.merge], out, args.target)
     if args.combine:
-        return combine([Path(m) for m in args.combine], out, args.target, args.traffic and Path(args.traffic))
+        return combine([Path(m) for m in args.combine], out, args.target, [Path(t) for t in args.traffic or []])
     started = time.time()
     info = device_info(args.target)
     info["command"] = "python bench/gpu_bench.py " + " ".join("$OUT" if a == str(out) else a for a in sys.argv[1:])

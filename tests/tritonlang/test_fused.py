@@ -2,9 +2,12 @@
 nvidia_h100: compiled for sm_90 (one launch, no spills), correct through the interpreter at a small timing shape
 and at the catalog's check shapes (one vector of dim 1, dims that are not a multiple of the tile, more than 32
 vectors, empty, full and single-entry histories), in float32 and bfloat16, at the default point and at other
-points (several samples per program, the narrowest slices, exact float32 dots, shorter history steps);
+points (several samples per program, the narrowest slices, exact float32 dots, shorter history steps; the
+dense vector stacked on the sparse tile or its dots taken beside it, sparse slices by pointers or by tensor
+descriptors, which the small shape's aligned rows take and the check shapes' unaligned ones fall back from);
 every knob responds to a diagnosis; a plausible mistake in each is caught (a triangle that skips the first
-sub-diagonal, a history that also reads its first padding row)."""
+sub-diagonal, a history that also reads its first padding row, the dense dots stored one row late, a stacked
+descriptor box that starts at the first sparse row)."""
 
 from __future__ import annotations
 
@@ -38,6 +41,9 @@ def _evaluate(prob, params, config, source=None):
     ("dot_interaction", "bfloat16", {"SAMPLES": 2, "BLOCK_D": 128, "num_warps": 8}),
     ("dot_interaction", "float32", {"INPUT_PRECISION": "tf32x3"}),
     ("dot_interaction", "float32", {"INPUT_PRECISION": "tf32x3_gram", "SAMPLES": 2, "BLOCK_D": 32, "num_warps": 2}),
+    ("dot_interaction", "float32", {"DENSE": "stacked", "LOADS": "pointers", "BLOCK_D": 16, "num_stages": 1}),
+    ("dot_interaction", "bfloat16", {"DENSE": "stacked", "LOADS": "tma", "SAMPLES": 2, "BLOCK_D": 32, "num_warps": 2}),
+    ("dot_interaction", "bfloat16", {"DENSE": "separate", "LOADS": "pointers"}),
     ("target_attention", "float32", {}),
     ("target_attention", "bfloat16", {}),
     ("target_attention", "float32", {"CHUNK": 16, "num_warps": 4}),
@@ -87,4 +93,19 @@ def test_gram_split_needs_both_cross_terms(facts, config):
     right = "gram += cross + tl.trans(cross)"
     assert source.count(right) == 1
     e = _evaluate(prob, params, config, source.replace(right, "gram += cross"))
+    assert e.status == "wrong_result", (e.status, e.reason)
+
+
+@pytest.mark.parametrize("change,right,wrong", [
+    ({"DENSE": "separate"}, "dim + (t * (t - 1)) // 2, dense_dots", "dim + (t * (t + 1)) // 2, dense_dots"),
+    ({"DENSE": "stacked", "LOADS": "tma"}, "sparse.load([b, -1, d0])", "sparse.load([b, 0, d0])"),
+])
+def test_dense_placement_mistakes_are_caught(change, right, wrong, facts, config):
+    prob = catalog_problem("dot_interaction", "float32", SMALL["dot_interaction"])
+    recipe = recipe_for(RECIPES["dot_interaction"], prob)
+    params = {**recipe.space(prob, facts).default(), **change}
+    source = recipe.render(prob, params)
+    assert source.count(right) == 1
+    assert _evaluate(prob, params, config).status == "ok"
+    e = _evaluate(prob, params, config, source.replace(right, wrong))
     assert e.status == "wrong_result", (e.status, e.reason)

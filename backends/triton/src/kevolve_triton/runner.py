@@ -4,6 +4,7 @@ GPU through PyTorch's device API (CUDA and ROCm alike) timed with device events 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 import torch
@@ -87,13 +88,16 @@ class TritonGpuRunner(Runner):
     """Launches on the GPU. Each timed call starts with L2 evicted (a write over a buffer twice the L2 size)
     and is timed by its own pair of device events, so queued launches of the CPU side do not count.
 
-    Between the flush and the start event the GPU spins for ``preroll_cycles``: by the time the start event
-    fires, the host has enqueued the timed call. Without it, a call whose host side (a Triton launch from Python
-    costs tens of microseconds) outlasts the flush left the GPU idle inside the timed window, which doubled the
-    time of 25 us kernels while eager's C++-launched ones were unaffected."""
+    Between the flush and the start event the GPU spins: by the time the start event fires, the host has
+    enqueued the timed call. Without it, a call whose host side (a Triton launch from Python costs tens of
+    microseconds) outlasts the flush left the GPU idle inside the timed window, which doubled the time of 25 us
+    kernels while eager's C++-launched ones were unaffected. The spin is at least ``preroll_cycles`` and at
+    least twice the slowest call's host side, measured before timing: a launch with host-side tensor
+    descriptors took 72 us of host time on the lent H100 machine, and behind the fixed 200k cycles its kernel
+    timed 115 us per call against 104 us behind 800k (bench/timing_methods.py)."""
 
     cold_cache = True
-    #: about 100 us at H100/MI300 clocks: longer than any launcher's host side
+    #: the least spin: about 100 us at H100/MI300 clocks
     preroll_cycles = 200_000
 
     def __init__(self, device: str = "cuda", flush_bytes: int = 256 << 20) -> None:
@@ -117,6 +121,7 @@ class TritonGpuRunner(Runner):
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
                          inner: dict[str, int]) -> dict[str, list[float]]:
+        preroll = self._preroll(thunks)
         samples: dict[str, list[float]] = {name: [] for name in thunks}
         for _ in range(repeats):
             for name, thunk in thunks.items():
@@ -124,7 +129,7 @@ class TritonGpuRunner(Runner):
                 for _ in range(inner[name]):
                     self.flush_cache()
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    torch.cuda._sleep(self.preroll_cycles)
+                    torch.cuda._sleep(preroll)
                     start.record()
                     thunk()
                     end.record()
@@ -132,3 +137,31 @@ class TritonGpuRunner(Runner):
                 torch.cuda.synchronize()
                 samples[name].append(sum(s.elapsed_time(e) for s, e in events) / 1e3 / len(events))
         return samples
+
+    def _preroll(self, thunks: dict[str, Callable[[], object]]) -> int:
+        """The spin before each timed call: the GPU's spin rate and each thunk's host side (with the flush
+        before it; median of three calls, not synchronised) measured here."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        torch.cuda._sleep(self.preroll_cycles)
+        end.record()
+        end.synchronize()
+        cycles_per_s = self.preroll_cycles / (start.elapsed_time(end) / 1e3)
+        host_s = 0.0
+        for thunk in thunks.values():
+            times = []
+            for _ in range(3):
+                began = time.perf_counter()
+                self.flush_cache()
+                thunk()
+                times.append(time.perf_counter() - began)
+            host_s = max(host_s, sorted(times)[1])
+        torch.cuda.synchronize()
+        return spin_cycles(host_s, cycles_per_s, self.preroll_cycles)
+
+
+def spin_cycles(host_s: float, cycles_per_s: float, least: int) -> int:
+    """GPU spin cycles that outlast twice a call's host side ``host_s`` (twice: the host's time varies from call
+    to call), never fewer than ``least``."""
+    return max(least, int(2 * host_s * cycles_per_s))

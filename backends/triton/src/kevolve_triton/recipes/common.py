@@ -58,6 +58,23 @@ def _max(a, b):
 """
 
 
+#: a kernel file's check, at launch, that its tensors suit host-side tensor descriptors
+TMA_READY = """def _tma_ready(*tensors):
+    \"\"\"TMA needs 16-byte aligned bases and strides and contiguous rows; other layouts take the pointer
+    kernel.\"\"\"
+    return all(t.numel() > 0 and t.stride(-1) == 1 and t.data_ptr() % 16 == 0
+               and all(s * t.element_size() % 16 == 0 for s in t.stride()[:-1]) for t in tensors)
+
+
+"""
+
+
+def with_tensor_descriptors(text: str) -> str:
+    """A rendered kernel file that also imports Triton's host-side tensor descriptors."""
+    return text.replace("import triton.language as tl\n", "import triton.language as tl\n"
+                        "from triton.tools.tensor_descriptor import TensorDescriptor\n", 1)
+
+
 def compute_type(dtype: torch.dtype) -> str:
     return "tl.float64" if dtype == torch.float64 else "tl.float32"
 

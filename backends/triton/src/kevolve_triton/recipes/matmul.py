@@ -39,6 +39,7 @@ from kevolve.target import MachineFacts
 from kevolve_triton.device import triton_facts
 from kevolve_triton.recipes.common import (
     FLOAT_DTYPES,
+    TMA_READY,
     header,
     launch_args,
     launch_params,
@@ -47,6 +48,7 @@ from kevolve_triton.recipes.common import (
     tl_type,
     warp_size,
     with_defaults,
+    with_tensor_descriptors,
 )
 
 BLOCK_MN_CHOICES = (16, 32, 64, 128, 256)
@@ -288,9 +290,7 @@ def _matmul_tile(pid, a_ptr, b_ptr, {bias_arg}c_ptr, M, N, K, stride_am, stride_
 {launch}"""
         if params.get("LOADS", "pointers") != "tma":
             return text + launcher.format(bm=bm, bn=bn, launch=pointer_launch)
-        return text.replace("import triton.language as tl\n",
-                            "import triton.language as tl\nfrom triton.tools.tensor_descriptor import "
-                            "TensorDescriptor\n", 1) + f"""@triton.jit
+        return with_tensor_descriptors(text) + f"""@triton.jit
 def _matmul_tma(a_desc, b_desc, {bias_arg}c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                 BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr):
 {walk("_matmul_tile_tma", f"a_desc, b_desc, {bias_arg}c_desc, M, N, K", "BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M")}
@@ -309,14 +309,7 @@ def _matmul_tile_tma(pid, a_desc, b_desc, {bias_arg}c_desc, M, N, K, BLOCK_M: tl
 {epilogue("rn", "mask_n", "bias[None, :]")}    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to({tl_type(problem.dtype)}))
 
 
-def _tma_ready(*tensors):
-    \"\"\"TMA needs 16-byte aligned bases and row strides and contiguous rows; other layouts take the pointer
-    kernel.\"\"\"
-    return all(t.numel() > 0 and t.stride(-1) == 1 and t.data_ptr() % 16 == 0
-               and t.stride(0) * t.element_size() % 16 == 0 for t in tensors)
-
-
-""" + launcher.format(bm=bm, bn=bn, launch=f"""    if _tma_ready(a, b, c):
+""" + TMA_READY + launcher.format(bm=bm, bn=bn, launch=f"""    if _tma_ready(a, b, c):
         a_desc = TensorDescriptor.from_tensor(a, [{bm}, {bk}])
         b_desc = TensorDescriptor.from_tensor(b, [{bk}, {bn}])
         c_desc = TensorDescriptor.from_tensor(c, [{bm}, {bn}])
