@@ -19,7 +19,8 @@
    ``retime`` also records each kernel's and eager's device time per call in a CUDA graph (``device_s``).
    The search-time numbers stay in the JSON (``search``). ``--no-retime`` skips this phase.
 5. DRAM traffic (``--traffic-from DIR``, a run of its own): each row's kernel and a copy kernel profiled once
-   under Nsight Compute; ``--combine ... --traffic OUT [OUT ...]`` adds the table's `BW ncu` column (see ``traffic``).
+   under Nsight Compute; ``--combine ... --traffic OUT [OUT ...]`` adds the table's `BW ncu` column (see
+   ``traffic``).
 
 torch.compile baselines are compiled once ahead, in parallel worker processes (warming Inductor's caches), so
 that the re-timing does not spend minutes compiling. Rows are appended to ``gpu_rows.jsonl`` as they finish:
@@ -177,8 +178,9 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         f"Command: `{info.get('command', 'python bench/gpu_bench.py --target ' + info['target'] + ' --cases all')}`. "
         f"Budgets (candidates per search, seed 0): {budgets}. "
         "Times in ms per call, median [p10..p90], each call on a cold L2 (a 256 MiB write before it) and between "
-        "two device events, its host launch hidden behind a GPU pre-roll (the runner's `preroll_cycles`) so that "
-        "the events time the device; speedups are medians of per-sample ratios [p10..p90], kernel and "
+        "two device events, its host launch hidden behind a GPU spin before the first event (TritonGpuRunner: a "
+        "fixed 200k cycles in runs before 2026-11-25 07:20 UTC, since then at least twice the call's measured host "
+        "side) so that the events time the device; speedups are medians of per-sample ratios [p10..p90], kernel and "
         "baselines sampled round-robin in one worker. Rows marked `q` were re-timed after all searches, one at a "
         "time with nothing else running (the search-time numbers are in the JSON); for them torch.compile is "
         "timed in a process of its own and `vs compile` is the ratio of the medians. `BW` is the kernel's minimum "

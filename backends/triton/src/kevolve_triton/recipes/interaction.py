@@ -127,7 +127,7 @@ class TritonDotInteraction(Recipe):
         load_rows = """rows = tl.load(sparse + (b64 * features + (t[:, None] - 1)) * dim + c[None, :],
                            mask=is_sparse[:, None] & c_ok[None, :], other=0.0)"""
         if tma:
-            load_rows = f"""if TMA:  # the tensor memory accelerator moves the slice; rows outside the features load as zeros
+            load_rows = f"""if TMA:  # the tensor memory accelerator moves the slice; rows past the features are zeros
                 rows = sparse.load([b, {first - 1}, d0]).reshape(VECTORS, BLOCK_D)
             else:
                 {load_rows.replace(chr(10), chr(10) + "    ")}"""
