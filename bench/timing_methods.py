@@ -14,22 +14,16 @@ as a yardstick.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import torch
+from gpu_bench import load_kernel_file
 from row_schedules import time_harness
-
-
-def load(path: str):
-    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.kernel
 
 
 def main() -> int:
@@ -45,8 +39,10 @@ def main() -> int:
     inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(1))]
     specs = [(e.shape, e.dtype) for e in problem.reference(inputs)]
     largest = max(inputs, key=lambda t: t.numel() * t.element_size())
-    thunks = {Path(f).name: (lambda k=load(f): k(inputs, [torch.empty(s, dtype=d, device="cuda") for s, d in specs]))
-              for f in args.files}
+    tmp = Path(tempfile.mkdtemp())
+    kernels = {Path(f).name: load_kernel_file(Path(f).read_text(), tmp, f"k{i}") for i, f in enumerate(args.files)}
+    thunks = {name: (lambda k=k: k(inputs, [torch.empty(s, dtype=d, device="cuda") for s, d in specs]))
+              for name, k in kernels.items()}
     thunks["copy"] = largest.clone
     for thunk in thunks.values():
         thunk()
