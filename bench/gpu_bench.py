@@ -16,7 +16,8 @@
    During the searches the timing stage holds the GPU lock, but the other searches' correctness checks,
    compiles and torch.compile warm-ups still run on the GPU and CPUs, and a ~30 us kernel then measures up to
    2x slow (seen 2026-11-24: 28 us alone, 55-60 us in the search; the 2026-11-22 table had such numbers).
-   ``retime`` also records each kernel's and eager's device time per call in a CUDA graph (``device_s``).
+   ``retime`` also records each kernel's and eager's device time per call in a CUDA graph (``device_s``), and
+   times a ``copy_`` of the row's minimum bytes in the same rounds (``same_bytes_copy``).
    The search-time numbers stay in the JSON (``search``). ``--no-retime`` skips this phase.
 5. DRAM traffic (``--traffic-from DIR``, a run of its own): each row's kernel and a copy kernel profiled once
    under Nsight Compute; ``--combine ... --traffic OUT [OUT ...]`` adds the table's `BW ncu` column (see
@@ -169,6 +170,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
     copy_ncu = info.get("copy_ncu")
     autotune = any("max-autotune" in r.get("speedups", {}) or "max-autotune" in r.get("untimed_baselines", {})
                    for r in rows)
+    same_size = any("copy" in r.get("timings", {}) for r in rows)
     lines = [
         f"# kevolve on {info['target']}: best Triton kernel vs PyTorch eager and torch.compile", "",
         f"GPU: {info['gpu']} ({info['sms']} SMs, {info['memory_gib']} GiB). Python {info['python']}, torch "
@@ -195,17 +197,21 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             f"same way in the same run ({info.get('traffic_copies') or _copy_note(copy_ncu, info['traffic_from'])}); "
             "blank where no run profiled the row's kernel."
             if copy_ncu else "") + (
+            " `copy, same bytes` is the time per call of a `copy_` of the row's minimum bytes (half read, half "
+            "written), timed in the same rounds as the kernel, over the kernel's: what a kernel that only moved its "
+            "bytes would reach at that size (blank for rows of runs made before 2026-11-25 09:14 UTC)." if same_size else "") + (
             f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
             "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
             "in the JSON, `untimed_baselines`); with --combine, from the run that timed it." if autotune else ""), "",
         "| op | shape | dtype | eager ms | torch.compile ms | kevolve ms | vs eager | vs compile | "
-        + ("vs max-autotune | " if autotune else "") + "BW | BW graph | BW ncu | vs eager, graph | verdict | best |",
-        "|---" * (15 if autotune else 14) + "|",
+        + ("vs max-autotune | " if autotune else "") + "BW | BW graph | BW ncu | "
+        + ("copy, same bytes | " if same_size else "") + "vs eager, graph | verdict | best |",
+        "|---" * (14 + autotune + same_size) + "|",
     ]
     for r in rows:
         shape = " ".join(f"{k}={v}" for k, v in r["shape"].items())
         if "timings" not in r:
-            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel |" + " |" * (9 if autotune else 8))
+            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel |" + " |" * (8 + autotune + same_size))
             continue
         t, s = r["timings"], r["speedups"]
         frac = bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))
@@ -220,9 +226,10 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         tuned = ""
         if autotune:
             tuned = (fmt_speedup(s["max-autotune"]) if "max-autotune" in s else "not timed") + " | "
+        copied = (f"{t['copy']['median'] / t['kernel']['median']:.0%}" if "copy" in t else "") + " | " if same_size else ""
         lines.append(f"| {r['op']} | {shape} | {r['dtype']} | {fmt_time(t['eager'])} | {fmt_time(t['compile'])} | "
                      f"{fmt_time(t['kernel'])}{quiet} | {fmt_speedup(s['eager'])} | {fmt_speedup(s['compile'])} | "
-                     f"{tuned}{bw} | {graph} | {'' if dram is None else f'{dram:.0%}'} | {graph_eager} | "
+                     f"{tuned}{bw} | {graph} | {'' if dram is None else f'{dram:.0%}'} | {copied}{graph_eager} | "
                      f"{r.get('diagnosis_kind', '')} | {r['recipe']}: {params} |")
     timed = [r for r in rows if "speedups" in r]
     if timed:
@@ -236,8 +243,8 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         memory = [(r, bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))) for r in timed
                   if r.get("diagnosis_kind") == d.MEMORY_BOUND]
         memory = [(r, f) for r, f in memory if f is not None]
+        name = lambda r: f"{r['op']} {r['dtype']} {'x'.join(str(v) for v in r['shape'].values())}"  # noqa: E731
         if memory:
-            name = lambda r: f"{r['op']} {r['dtype']} {'x'.join(str(v) for v in r['shape'].values())}"  # noqa: E731
             low = [f"{name(r)} ({f:.0%})" for r, f in memory if f < 0.8]
             lines += ["", f"Memory-bound rows (classifier verdict) at >= 80% of the copy bandwidth, per call (`BW`): "
                           f"{len(memory) - len(low)} of {len(memory)}" + (f"; below: {', '.join(low)}." if low else ".")]
@@ -252,6 +259,11 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                 low = [f"{name(r)} ({f:.0%})" for r, f in counted if f < 0.8]
                 lines.append(f"By the DRAM traffic ncu counted (`BW ncu`): {len(counted) - len(low)} of "
                              f"{len(counted)}" + (f"; below: {', '.join(low)}." if low else "."))
+        at_copy = [name(r) for r in timed if "copy" in r["timings"]
+                   and r["timings"]["compile"]["median"] <= 1.05 * r["timings"]["copy"]["median"]]
+        if at_copy:
+            lines += ["", f"torch.compile within 5% of a copy of the same bytes per call ({len(at_copy)} rows; no "
+                          f"kernel has more than 5% to gain over it there): {', '.join(at_copy)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -319,6 +331,12 @@ def _catalog_order(rows: list[dict]) -> None:
     rows.sort(key=lambda r: order.get(_case(r), len(order)))
 
 
+def _measured(row: dict) -> bool:
+    """Whether a re-timing run measured this row: one whose re-timing failed keeps the search-time numbers
+    it was loaded with, which are not that run's."""
+    return "speedups" in row and "retime_error" not in row
+
+
 def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path] | None = None) -> int:
     """Several re-timings of the same rows (``--retime-from`` runs) -> one table. Per case, the row of the run
     whose speedup over torch.compile is the median of the runs' is shown, whole (its times, its run's copy
@@ -329,7 +347,7 @@ def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path]
     by_case: dict[tuple, list[dict]] = {}
     for run in runs:
         for row in run["rows"]:
-            if "speedups" in row:
+            if _measured(row):
                 by_case.setdefault(_case(row), []).append({**row, "copy_bytes_per_s": run["copy_bytes_per_s"]})
     rows = []
     for case_rows in by_case.values():
@@ -353,7 +371,7 @@ def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path]
     lines = ["", "vs torch.compile in each run (in run order; the row above is the median run's):", ""]
     lines += [f"- {r['op']} {' '.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']}: "
               + ", ".join(f"{x:.2f}x" for x in r["runs_vs_compile"]) for r in rows]
-    run_means = [statistics.geometric_mean(x["speedups"]["compile"]["median"] for x in run["rows"] if "speedups" in x)
+    run_means = [statistics.geometric_mean(x["speedups"]["compile"]["median"] for x in run["rows"] if _measured(x))
                  for run in runs]
     lines += ["", "Geometric mean vs torch.compile of each run alone: "
               + ", ".join(f"{mean:.3f}x ({run['device']['date']})" for mean, run in zip(run_means, runs)) + "."]
@@ -448,13 +466,25 @@ def graph_time(fn, sets: int) -> float | None:
         return None
 
 
+def same_bytes_copy(nbytes: int):
+    """A thunk copying ``nbytes`` // 2 bytes (read plus written: the row's minimum bytes) with ``copy_``, the
+    copy the bandwidth yardstick uses: timed per call beside a row's kernel, it is what the fastest possible
+    kernel for that many bytes takes under the same flush, spin and launch, which the 1 GiB copy's rate says
+    nothing about for rows of tens of MB (ramp-up, tail, the dirty L2 the flush leaves)."""
+    # filled without the CUDA generator: a failed graph capture before (graph_time) leaves it unusable
+    src = torch.full((max(1, nbytes // 2),), 7, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inner: int = 10) -> None:
     """Phase 4 (module docstring): in this process, with no search running, verify the search's best few
     kernels (``finalists``) on fresh inputs and time them, eager and torch.compile with the GPU runner's own
     ``time_interleaved`` (L2 evicted before every call, each call between two device events after a GPU pre-roll
     that hides its host launch, round-robin), ``repeats`` samples of ``inner`` calls each. The fastest finalist
     is the row's kernel; its verdict is the target's classifier on the roofline metrics of that time. Also
-    records each kernel's and eager's device time in a CUDA graph (``device_s``, see stream_time)."""
+    records each kernel's and eager's device time in a CUDA graph (``device_s``, see stream_time), and times a
+    copy of the row's minimum bytes in the same rounds (``same_bytes_copy``)."""
     import kevolve
     from kevolve.backend.profiler import ProfileRequest, roofline_metrics
     from kevolve.harness import checks
@@ -501,6 +531,8 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             thunks = {name: (lambda k=k: k(inputs, [torch.empty(sh, dtype=dt, device="cuda") for sh, dt in specs]))
                       for name, k in kernels.items()}
             thunks.update(eager=lambda: problem.reference(inputs))
+            nbytes = problem.bytes_moved(problem.dims, inputs, expected)
+            thunks["copy"] = same_bytes_copy(int(nbytes))
             for thunk in thunks.values():
                 thunk()
             torch.cuda.synchronize()
@@ -508,7 +540,6 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             timings = {name: Timing.of(v) for name, v in samples.items()}
             best = min(kernels, key=lambda name: timings[name].median)
             fin = finalists[int(best.removeprefix("kernel"))]
-            nbytes = problem.bytes_moved(problem.dims, inputs, expected)
             sets = max(2, -(-4 * l2 // int(nbytes)) + 1)
             in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
             out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]
@@ -526,7 +557,8 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             continue
         row.setdefault("search", {k: row.get(k) for k in ("timings", "speedups", "diagnosis", "diagnosis_kind", "metrics",
                                                  "recipe", "parameters")})
-        row.update(timings={"kernel": vars(timings[best]), "eager": vars(timings["eager"])},
+        row.update(timings={"kernel": vars(timings[best]), "eager": vars(timings["eager"]),
+                            "copy": vars(timings["copy"])},
                    speedups={"eager": vars(Speedup.of(samples["eager"], samples[best]))},
                    finalist_medians_s={str(f["parameters"]): timings[f"kernel{j}"].median
                                        for j, f in enumerate(finalists) if f"kernel{j}" in timings},
