@@ -227,15 +227,19 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         if autotune:
             tuned = (fmt_speedup(s["max-autotune"]) if "max-autotune" in s else "not timed") + " | "
         copied = (f"{t['copy']['median'] / t['kernel']['median']:.0%}" if "copy" in t else "") + " | " if same_size else ""
-        lines.append(f"| {r['op']} | {shape} | {r['dtype']} | {fmt_time(t['eager'])} | {fmt_time(t['compile'])} | "
-                     f"{fmt_time(t['kernel'])}{quiet} | {fmt_speedup(s['eager'])} | {fmt_speedup(s['compile'])} | "
+        compiled = (fmt_time(t["compile"]), fmt_speedup(s["compile"])) if "compile" in s else ("not timed",) * 2
+        lines.append(f"| {r['op']} | {shape} | {r['dtype']} | {fmt_time(t['eager'])} | {compiled[0]} | "
+                     f"{fmt_time(t['kernel'])}{quiet} | {fmt_speedup(s['eager'])} | {compiled[1]} | "
                      f"{tuned}{bw} | {graph} | {'' if dram is None else f'{dram:.0%}'} | {copied}{graph_eager} | "
                      f"{r.get('diagnosis_kind', '')} | {r['recipe']}: {params} |")
     timed = [r for r in rows if "speedups" in r]
     if timed:
-        geo = lambda key: statistics.geometric_mean(r["speedups"][key]["median"] for r in timed)  # noqa: E731
-        lines += ["", f"Geometric mean over {len(timed)} rows: {geo('compile'):.2f}x vs torch.compile, "
-                      f"{geo('eager'):.2f}x vs eager."]
+        geo = lambda key: statistics.geometric_mean(r["speedups"][key]["median"] for r in timed  # noqa: E731
+                                                    if key in r["speedups"])
+        untimed = sum("compile" not in r["speedups"] for r in timed)
+        lines += ["", f"Geometric mean over {len(timed)} rows: {geo('compile'):.2f}x vs torch.compile"
+                      + (f" (over the {len(timed) - untimed} where it was timed)" if untimed else "")
+                      + f", {geo('eager'):.2f}x vs eager."]
         tuned_rows = [r["speedups"]["max-autotune"]["median"] for r in timed if "max-autotune" in r["speedups"]]
         if tuned_rows:
             lines.append(f"Over the {len(tuned_rows)} rows where max-autotune was timed: "
@@ -259,11 +263,12 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                 low = [f"{name(r)} ({f:.0%})" for r, f in counted if f < 0.8]
                 lines.append(f"By the DRAM traffic ncu counted (`BW ncu`): {len(counted) - len(low)} of "
                              f"{len(counted)}" + (f"; below: {', '.join(low)}." if low else "."))
-        at_copy = [name(r) for r in timed if "copy" in r["timings"]
+        at_copy = [name(r) for r in timed if "copy" in r["timings"] and "compile" in r["timings"]
                    and r["timings"]["compile"]["median"] <= 1.05 * r["timings"]["copy"]["median"]]
         if at_copy:
-            lines += ["", f"torch.compile within 5% of a copy of the same bytes per call ({len(at_copy)} rows; no "
-                          f"kernel has more than 5% to gain over it there): {', '.join(at_copy)}."]
+            lines += ["", f"torch.compile within 5% of a copy of the same bytes per call, or faster ({len(at_copy)} "
+                          f"rows; a kernel that beats it there moves its bytes faster than `copy_` does): "
+                          f"{', '.join(at_copy)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -332,9 +337,9 @@ def _catalog_order(rows: list[dict]) -> None:
 
 
 def _measured(row: dict) -> bool:
-    """Whether a re-timing run measured this row: one whose re-timing failed keeps the search-time numbers
-    it was loaded with, which are not that run's."""
-    return "speedups" in row and "retime_error" not in row
+    """Whether a re-timing run measured this row against torch.compile: one whose re-timing failed keeps the
+    search-time numbers it was loaded with, which are not that run's."""
+    return "compile" in row.get("speedups", {}) and "retime_error" not in row
 
 
 def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path] | None = None) -> int:
@@ -477,6 +482,27 @@ def same_bytes_copy(nbytes: int):
     return lambda: dst.copy_(src)
 
 
+def default_rows(cases: list[list], target: str) -> list[dict]:
+    """Rows for ``retime`` without a search: per case, the default point of the first Triton recipe that
+    supports it, rendered for ``target`` (how row_schedules picks its recipe). For shapes outside the case lists:
+    where torch.compile stands against a copy of the same bytes there, at the cost of a re-timing, not a search."""
+    import kevolve
+    from kevolve.plugins import get_manager
+    from kevolve_triton.recipes import all_recipes
+
+    registered = get_manager().target(target)
+    facts = registered.backend.facts(registered.spec)
+    rows = []
+    for op, dims, dtype in cases:
+        problem = kevolve.api.resolve_problem(op, dims, dtype, None)
+        recipe = next(r for r in all_recipes() if r.supports(problem))
+        params = recipe.space(problem, facts).default()
+        rows.append({"op": op, "shape": dims, "dtype": dtype, "timings": {}, "recipe": recipe.name,
+                     "parameters": params, "finalists": [{"recipe": recipe.name, "parameters": params,
+                                                          "source": recipe.render(problem, params)}]})
+    return rows
+
+
 def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inner: int = 10) -> None:
     """Phase 4 (module docstring): in this process, with no search running, verify the search's best few
     kernels (``finalists``) on fresh inputs and time them, eager and torch.compile with the GPU runner's own
@@ -565,8 +591,9 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
                    recipe=fin["recipe"], parameters=fin["parameters"], source=fin["source"],
                    diagnosis=diagnosis.summary, diagnosis_kind=diagnosis.kind, metrics=metrics,
                    device_s=device_s, bytes=nbytes, timed="quiet")
+        searched = row["search"]["timings"].get("kernel")  # none for rows made by hand from kernel sources
         print("retimed", row["op"], row["shape"], row["dtype"],
-              f"{row['search']['timings']['kernel']['median'] * 1e6:.1f} -> {timings[best].median * 1e6:.1f} us "
+              f"{searched['median'] * 1e6 if searched else float('nan'):.1f} -> {timings[best].median * 1e6:.1f} us "
               f"(device {device_s['kernel'] or 0:.2e} s, eager {timings['eager'].median * 1e6:.1f} us / "
               f"{device_s['eager'] or 0:.2e} s)", fin["parameters"], diagnosis.summary[:120], flush=True)
 
@@ -637,7 +664,7 @@ def add_compile_baselines(rows: list[dict], target: str, max_autotune: list[str]
             t = results.get(str(index), {}).get(mode, {"error": "no result"})
             if "error" in t:
                 row.setdefault("untimed_baselines", {})[mode] = t["error"]
-                if mode == "compile":  # the search-time numbers stand in
+                if mode == "compile" and "compile" in row["search"]["timings"]:  # the search-time numbers stand in
                     row["timings"]["compile"] = row["search"]["timings"]["compile"]
                     row["speedups"]["compile"] = row["search"]["speedups"]["compile"]
                 continue
@@ -757,6 +784,8 @@ def main() -> int:
                         "rows of these ops (none named: every row)")
     parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
                         "(phase 4) and write the tables under --out")
+    parser.add_argument("--defaults", help="JSON [[op, dims, dtype], ...]: no search, re-time the recipe's default "
+                        "kernel for each case as phase 4 does (shapes outside the case lists)")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
                         "kernel and a copy once under ncu (phase 5) and write traffic.json under --out")
     parser.add_argument("--traffic", nargs="*", help="with --combine: --traffic-from runs whose DRAM traffic the "
@@ -781,14 +810,17 @@ def main() -> int:
         measured = traffic([r for r in rows if not args.ops or r["op"] in args.ops], args.target)
         (out / "traffic.json").write_text(json.dumps({**measured, "device": info}))
         return 0
-    if args.retime_from:
-        part = load_part(Path(args.retime_from), args.target)
-        rows = [r for r in part["rows"] if not args.ops or r["op"] in args.ops]
+    if args.retime_from or args.defaults:
+        if args.defaults:
+            rows, origin = default_rows(json.loads(args.defaults), args.target), "none: each recipe's default point"
+        else:
+            rows, origin = load_part(Path(args.retime_from), args.target)["rows"], "as in " + args.retime_from
+        rows = [r for r in rows if not args.ops or r["op"] in args.ops]
         for row in rows:
             row.pop("copy_bytes_per_s", None)  # this run's copy is the yardstick
         retime(rows, args.target, started + args.retime_deadline_s)
         add_compile_baselines(rows, args.target, args.max_autotune)
-        print(write_tables(out, args.target, info, copy_bps, rows, [], {"search": "as in " + args.retime_from}))
+        print(write_tables(out, args.target, info, copy_bps, rows, [], {"search": origin}))
         return 0
     cases = {"key": KEY, "catalog": CATALOG, "verdicts": [], "all": KEY + CATALOG}[args.cases]
     verdicts = VERDICTS if args.cases in ("verdicts", "all") and not args.no_verdicts else []
