@@ -1,0 +1,90 @@
+"""The GPU table's arithmetic, on hand-made runs: the committed H100 table is built by ``gpu_bench --combine``
+from several re-timing runs, so which runs count for a row, the same-bytes copy column and the rows without a
+torch.compile timing are checked here, where no GPU is needed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kevolve import diagnosis as d
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+gpu_bench = pytest.importorskip("gpu_bench")
+
+INFO = {"target": "nvidia_h100", "gpu": "test GPU", "sms": 132, "memory_gib": 80.0, "python": "3.12",
+        "torch": "2.11", "triton": "3.6", "cuda": "13.0", "date": "2026-11-25 09:00 UTC"}
+COPY_BPS = 3e12
+
+
+def timing(seconds: float) -> dict:
+    return {"median": seconds, "p10": seconds * 0.98, "p90": seconds * 1.02}
+
+
+def row(op: str, kernel_s: float, compile_s: float | None, copy_s: float, *, failed: bool = False) -> dict:
+    nbytes = 64e6
+    timings = {"kernel": timing(kernel_s), "eager": timing(2 * kernel_s), "copy": timing(copy_s)}
+    speedups = {"eager": {"median": 2.0, "low": 1.9, "high": 2.1}}
+    if compile_s is not None:
+        timings["compile"] = timing(compile_s)
+        speedups["compile"] = {"median": compile_s / kernel_s, "low": 0.9, "high": 1.1}
+    made = {"op": op, "shape": {"n": 1 << 24}, "dtype": "float32", "timings": timings, "speedups": speedups,
+            "metrics": {d.ACHIEVED_BANDWIDTH: nbytes / kernel_s}, "diagnosis_kind": d.MEMORY_BOUND,
+            "recipe": "triton.pointwise", "parameters": {"BLOCK": 1024}, "bytes": nbytes, "timed": "quiet",
+            "device_s": {"kernel": kernel_s * 0.9, "eager": kernel_s * 1.8}}
+    if failed:
+        made["retime_error"] = "RuntimeError: the re-timing failed"
+    return made
+
+
+def write_run(path: Path, rows: list[dict], date: str) -> Path:
+    path.mkdir()
+    (path / "nvidia_h100.json").write_text(json.dumps({"device": {**INFO, "date": date}, "copy_bytes_per_s": COPY_BPS,
+                                                         "rows": rows}))
+    return path
+
+
+def test_combine_takes_the_median_run_and_skips_failed_retimings(tmp_path, capsys):
+    """A row whose re-timing failed carries the search's numbers, not that run's: it must not be one of the
+    runs the median is taken over (here it would be the median and read 3.0x)."""
+    runs = [write_run(tmp_path / "a", [row("exp", 100e-6, 100e-6, 98e-6), row("relu", 100e-6, 110e-6, 99e-6)],
+                      "2026-11-25 09:00 UTC"),
+            write_run(tmp_path / "b", [row("exp", 100e-6, 300e-6, 98e-6, failed=True),
+                                       row("relu", 100e-6, 120e-6, 99e-6)], "2026-11-25 09:05 UTC"),
+            write_run(tmp_path / "c", [row("exp", 100e-6, 104e-6, 98e-6), row("relu", 100e-6, 130e-6, 99e-6)],
+                      "2026-11-25 09:10 UTC")]
+    out = tmp_path / "out"
+    out.mkdir()
+    assert gpu_bench.combine(runs, out, "nvidia_h100") == 0
+    capsys.readouterr()
+    combined = json.loads((out / "nvidia_h100.json").read_text())
+    by_op = {r["op"]: r for r in combined["rows"]}
+    assert by_op["exp"]["runs_vs_compile"] == pytest.approx([1.0, 1.04])
+    assert by_op["exp"]["speedups"]["compile"]["median"] == pytest.approx(1.0)  # lower middle of two runs
+    assert by_op["relu"]["speedups"]["compile"]["median"] == pytest.approx(1.2)
+    text = (out / "nvidia_h100.md").read_text()
+    assert "- exp n=16777216 float32: 1.00x, 1.04x\n" in text
+
+
+def test_same_bytes_copy_column_and_the_rows_at_copy_speed():
+    """The column is the copy's time over the kernel's; a row is listed as torch.compile at copy speed only
+    when compile is within 5% of that row's copy (or faster)."""
+    rows = [row("exp", 100e-6, 102e-6, 98e-6), row("relu", 100e-6, 110e-6, 99e-6), row("gelu", 50e-6, 40e-6, 45e-6)]
+    text = gpu_bench.table(rows, INFO, COPY_BPS, {})
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert "| copy, same bytes |" in text
+    assert " | 98% | " in lines["exp"] and " | 90% | " in lines["gelu"]
+    listed = next(line for line in text.splitlines() if line.startswith("torch.compile within 5%"))
+    assert "(2 rows;" in listed and "exp float32" in listed and "gelu float32" in listed
+    assert "relu" not in listed
+
+
+def test_rows_without_a_compile_timing_say_so_and_stay_out_of_its_mean():
+    rows = [row("exp", 100e-6, 150e-6, 98e-6), row("relu", 100e-6, None, 99e-6)]
+    text = gpu_bench.table(rows, INFO, COPY_BPS, {})
+    relu = next(line for line in text.splitlines() if line.startswith("| relu |"))
+    assert relu.count("not timed") == 2
+    assert "Geometric mean over 2 rows: 1.50x vs torch.compile (over the 1 where it was timed), 2.00x vs eager." in text
