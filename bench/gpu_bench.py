@@ -483,19 +483,23 @@ def same_bytes_copy(nbytes: int):
 
 
 def default_rows(cases: list[list], target: str) -> list[dict]:
-    """Rows for ``retime`` without a search: per case, the default point of the first Triton recipe that
-    supports it, rendered for ``target`` (how row_schedules picks its recipe). For shapes outside the case lists:
-    where torch.compile stands against a copy of the same bytes there, at the cost of a re-timing, not a search."""
+    """Rows for ``retime`` without a search: per case ``[op, dims, dtype]`` or ``[op, dims, dtype, recipe]``, the
+    default point of the named recipe, or of the target's first recipe that supports the case (a Triton one),
+    rendered for ``target``. For shapes outside the case lists (where torch.compile stands against a copy of the
+    same bytes there) and for recipes the searches did not pick, at the cost of a re-timing, not a search."""
     import kevolve
     from kevolve.plugins import get_manager
-    from kevolve_triton.recipes import all_recipes
 
     registered = get_manager().target(target)
     facts = registered.backend.facts(registered.spec)
+    recipes = registered.backend.recipes(registered.spec)
     rows = []
-    for op, dims, dtype in cases:
+    for op, dims, dtype, *named in cases:
         problem = kevolve.api.resolve_problem(op, dims, dtype, None)
-        recipe = next(r for r in all_recipes() if r.supports(problem))
+        recipe = next((r for r in recipes if r.supports(problem) and (not named or r.name == named[0])), None)
+        if recipe is None:
+            raise SystemExit(f"no recipe {named[0] if named else ''} for {op} {dims} {dtype} on {target} here: "
+                             f"{', '.join(r.name for r in recipes if r.supports(problem)) or 'none supports it'}")
         params = recipe.space(problem, facts).default()
         rows.append({"op": op, "shape": dims, "dtype": dtype, "timings": {}, "recipe": recipe.name,
                      "parameters": params, "finalists": [{"recipe": recipe.name, "parameters": params,
@@ -784,8 +788,8 @@ def main() -> int:
                         "rows of these ops (none named: every row)")
     parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
                         "(phase 4) and write the tables under --out")
-    parser.add_argument("--defaults", help="JSON [[op, dims, dtype], ...]: no search, re-time the recipe's default "
-                        "kernel for each case as phase 4 does (shapes outside the case lists)")
+    parser.add_argument("--defaults", help="JSON [[op, dims, dtype(, recipe)], ...]: no search, re-time a recipe's "
+                        "default kernel for each case as phase 4 does (see default_rows)")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
                         "kernel and a copy once under ncu (phase 5) and write traffic.json under --out")
     parser.add_argument("--traffic", nargs="*", help="with --combine: --traffic-from runs whose DRAM traffic the "

@@ -221,7 +221,7 @@ class EvaluateResult:
 
 LANGUAGE_BY_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c": "cpp", ".cu": "cuda", ".hip": "hip"}
 #: Python-embedded kernel languages, told apart by the module the file imports
-PYTHON_LANGUAGES = {"triton": "import triton", "numba": "import numba"}
+PYTHON_LANGUAGES = {"triton": "import triton", "numba": "import numba", "cuda": "import cupy"}
 
 
 def guess_language(path: Path, source: str, languages: Sequence[str]) -> str | None:

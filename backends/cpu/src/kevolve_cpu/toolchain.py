@@ -141,14 +141,5 @@ class NumbaToolchain(Toolchain):
             return "none"
 
     def build(self, source: str, workdir: Path, problem=None) -> BuildResult:
-        ok, why = self.available()
-        if not ok:
-            raise CompileError(why)
-        workdir.mkdir(parents=True, exist_ok=True)
-        path = workdir / "kernel_numba.py"
-        path.write_text(source)
-        try:
-            compile(source, str(path), "exec")
-        except SyntaxError as exc:
-            raise CompileError(f"syntax error: {exc}", log=str(exc), repro=f"python -m py_compile {path}") from None
+        path = self.write_python_file(source, workdir, "kernel_numba.py")
         return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")

@@ -1,5 +1,6 @@
-"""The NVIDIA backend: Triton kernels for Hopper and Ampere on the shared Triton layer. What is NVIDIA's own:
-the sm_XX targets, resources read from the cubin, the Nsight Compute profiler and its classifier."""
+"""The NVIDIA backend: Triton kernels for Hopper and Ampere on the shared Triton layer, and CUDA C++ kernels
+compiled with NVRTC. What is NVIDIA's own: the sm_XX targets, resources read from the cubin, the CUDA C++
+toolchain and recipes, the Nsight Compute profiler and its classifier."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 from kevolve import diagnosis as d
 from kevolve.backend.classifier import Classifier
 from kevolve.backend.profiler import Profiler, RooflineProfiler
+from kevolve.backend.toolchain import Toolchain
+from kevolve.synthesis.recipe import Recipe
 from kevolve.target import MachineFacts, TargetSpec
 from kevolve_triton.backend import TritonBackend, load_specs
 
@@ -34,6 +37,27 @@ class NvidiaBackend(TritonBackend):
             return None
         major, minor = torch.cuda.get_device_capability()
         return f"sm_{major}{minor}"
+
+    def toolchain(self, target: TargetSpec, language: str) -> Toolchain:
+        if language == "cuda":
+            from kevolve_nvidia.cuda_toolchain import CudaToolchain
+
+            return CudaToolchain(self.target_arch(target), self.facts(target))
+        return super().toolchain(target, language)
+
+    def recipes(self, target: TargetSpec) -> list[Recipe]:
+        """The shared Triton recipes, and the CUDA C++ ones where an NVIDIA GPU is here: CUDA C++ has no
+        interpreter, so elsewhere its candidates could be compiled but never checked."""
+        from kevolve_nvidia.cuda_recipes import RECIPES
+
+        return super().recipes(target) + (RECIPES if self.gpu_here() else [])
+
+    def standalone_needs(self, language: str) -> str:
+        if language == "cuda":
+            from kevolve_nvidia.cuda_toolchain import PACKAGES
+
+            return f"torch, an NVIDIA GPU, {PACKAGES}"
+        return super().standalone_needs(language)
 
     def profiler(self, target: TargetSpec) -> Profiler:
         """``KEVOLVE_NVIDIA_PROFILER``: "ncu" (default; hardware counters), "proton" (Triton's Proton: each

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from importlib import resources
+from pathlib import Path
 
 from kevolve.backend.base import Backend
 from kevolve.backend.estimator import Estimator
@@ -86,3 +87,14 @@ class TritonBackend(Backend, TritonDevice):
         from kevolve_triton.recipes import all_recipes
 
         return all_recipes()
+
+    def standalone_needs(self, language: str) -> str:
+        """What an exported kernel file of ``language`` needs to run (the docstring of its package)."""
+        if language != "triton":
+            raise NotImplementedError(f"{type(self).__name__} cannot export {language!r} kernels")
+        return "torch and triton (TRITON_INTERPRET=1 runs it on CPU tensors)"
+
+    def write_standalone(self, target: TargetSpec, source: str, language: str, directory: Path) -> list[str]:
+        from kevolve_triton.standalone import write_package
+
+        return write_package(source, language, target.name, self.standalone_needs(language), directory)

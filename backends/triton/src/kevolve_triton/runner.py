@@ -26,6 +26,10 @@ class TritonInterpreterRunner(Runner):
     ENV = {"TRITON_INTERPRET": "1"}
 
     def load(self, build: BuildResult) -> KernelFn:
+        if build.language != "triton":
+            raise RuntimeError(f"{build.language} kernels run only on their GPU and none is here (the Triton "
+                               "interpreter runs Triton kernels only): it compiled, its resources are in the "
+                               "build, its results were not checked")
         os.environ.update({**ENV, **self.ENV})
         _widen_bf16_dots()
         _round_bf16_casts()

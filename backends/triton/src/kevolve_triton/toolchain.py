@@ -78,17 +78,7 @@ class TritonToolchain(Toolchain):
         return True, ""
 
     def build(self, source: str, workdir: Path, problem: Problem | None = None) -> BuildResult:
-        ok, why = self.available()
-        if not ok:
-            raise CompileError(why)
-        workdir.mkdir(parents=True, exist_ok=True)
-        path = workdir / "kernel.py"
-        path.write_text(source)
-        try:
-            compile(source, str(path), "exec")
-        except SyntaxError as exc:
-            raise CompileError(f"syntax error in the kernel file: {exc}", repro=f"python -m py_compile {path}") \
-                from None
+        path = self.write_python_file(source, workdir)
         if not self.compile_ahead or problem is None:
             return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")
         report, repro = self._compile_ahead(source, workdir, problem)

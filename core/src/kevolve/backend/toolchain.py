@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kevolve.errors import CompileError
+
 if TYPE_CHECKING:
     from kevolve.problems.problem import Problem
 
@@ -37,6 +39,22 @@ class Toolchain(ABC):
     @abstractmethod
     def available(self) -> tuple[bool, str]:
         """Whether the compiler is here; if not, the reason and what to install."""
+
+    def write_python_file(self, source: str, workdir: Path, name: str = "kernel.py") -> Path:
+        """The first steps of building a kernel file of a Python-embedded language (Triton, numba, CUDA C++
+        carried in Python): the compiler must be here, and the file, written into ``workdir``, must be Python."""
+        ok, why = self.available()
+        if not ok:
+            raise CompileError(why)
+        workdir.mkdir(parents=True, exist_ok=True)
+        path = workdir / name
+        path.write_text(source)
+        try:
+            compile(source, str(path), "exec")
+        except SyntaxError as exc:
+            raise CompileError(f"syntax error in the kernel file: {exc}", log=str(exc),
+                               repro=f"python -m py_compile {path}") from None
+        return path
 
     @abstractmethod
     def build(self, source: str, workdir: Path, problem: Problem | None = None) -> BuildResult:

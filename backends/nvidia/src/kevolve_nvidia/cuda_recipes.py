@@ -1,0 +1,125 @@
+"""CUDA C++ recipes for the NVIDIA targets, printed as kernel files of the CUDA contract (``cuda_toolchain``):
+the CUDA C++ in ``SOURCE``, launched through cupy's ``RawModule`` with raw device pointers (cupy has no
+bfloat16 arrays, and a pointer is all a kernel needs). Loads and stores are in the storage dtype, compute in
+float32; bfloat16 is converted by bit operations (round to nearest even), so no CUDA header is needed."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from kevolve import diagnosis as d
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.expr import POINTWISE, Expr, render
+from kevolve.synthesis.recipe import Recipe
+from kevolve.synthesis.schedule import Param, ScheduleSpace
+from kevolve.target import MachineFacts
+
+#: torch dtype -> the CUDA type a tensor of it is stored as
+STORAGE = {torch.float32: "float", torch.bfloat16: "unsigned short"}
+
+PRELUDE = r"""typedef {storage} st_t;
+
+__device__ __forceinline__ float bf16_load(unsigned short v) {{ return __uint_as_float(((unsigned int)v) << 16); }}
+__device__ __forceinline__ unsigned short bf16_store(float f) {{
+    unsigned int b = __float_as_uint(f);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((b >> 16) | 0x40u);  // NaN stays a quiet NaN
+    return (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}}
+__device__ __forceinline__ float ld(float v) {{ return v; }}
+__device__ __forceinline__ float ld(unsigned short v) {{ return bf16_load(v); }}
+__device__ __forceinline__ void st(float* p, float v) {{ *p = v; }}
+__device__ __forceinline__ void st(unsigned short* p, float v) {{ *p = bf16_store(v); }}
+"""
+
+_SPELLINGS = {"exp": "expf({})", "log": "logf({})", "erf": "erff({})", "tanh": "tanhf({})", "sqrt": "sqrtf({})",
+              "rsqrt": "rsqrtf({})", "abs": "fabsf({})", "neg": "(-{})",
+              # NaN-propagating, like torch
+              "max": "({0} != {0} ? {0} : fmaxf({0}, {1}))", "min": "({0} != {0} ? {0} : fminf({0}, {1}))"}
+
+
+def cuda_literal(value: float) -> str:
+    if math.isnan(value):
+        return "__int_as_float(0x7fc00000)"
+    if math.isinf(value):
+        return "__int_as_float(0x7f800000)" if value > 0 else "__int_as_float(0xff800000)"
+    return f"{float(value)!r}f"
+
+
+def cuda_expr(expr: Expr) -> str:
+    """Print a core scalar expression in CUDA C++ (float32 math)."""
+    def spell(fn: str, args: list[str]) -> str:
+        if fn not in _SPELLINGS:
+            raise ValueError(f"no CUDA spelling for {fn}")
+        return _SPELLINGS[fn].format(*args)
+
+    return render(expr, spell, cuda_literal)
+
+
+def kernel_file(problem: Problem, params: dict[str, Any], code: str, launcher: str) -> str:
+    """A CUDA-contract kernel file: header, ``SOURCE``, the compiled module and the launcher."""
+    described = ", ".join(f"{k}={v}" for k, v in params.items())
+    return f'''"""kevolve CUDA C++ kernel: {problem.describe()}
+parameters: {described}"""
+import cupy
+
+SOURCE = r"""
+{PRELUDE.format(storage=STORAGE[problem.dtype])}
+{code.strip()}
+"""
+OPTIONS = ("--std=c++17",)
+_module = cupy.RawModule(code=SOURCE, options=OPTIONS)
+
+
+{launcher.strip()}
+'''
+
+
+class CudaPointwise(Recipe):
+    """Each thread handles ``ITEMS`` elements ``THREADS`` apart (every load of a warp is one contiguous run)."""
+
+    name = "cuda.pointwise"
+    language = "cuda"
+    families = ("pointwise",)
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family == "pointwise" and problem.name in POINTWISE and problem.dtype in STORAGE
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        return ScheduleSpace([
+            Param("THREADS", (128, 256, 512, 1024), {d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1,
+                                                    d.MEMORY_BOUND: +1}, default=256),
+            Param("ITEMS", (1, 2, 4, 8), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1},
+                  default=4),
+        ])
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        names, expr = POINTWISE[problem.name]
+        threads, items = params["THREADS"], params["ITEMS"]
+        pointers = "".join(f"const st_t* __restrict__ {v}_ptr, " for v in names)
+        loads = " ".join(f"const float {v} = ld({v}_ptr[i]);" for v in names)
+        code = f"""extern "C" __global__ void __launch_bounds__({threads})
+kv_{problem.name}({pointers}st_t* __restrict__ out, long long n) {{
+    const long long first = (long long)blockIdx.x * {threads * items} + threadIdx.x;
+#pragma unroll
+    for (int item = 0; item < {items}; ++item) {{
+        const long long i = first + (long long)item * {threads};
+        if (i < n) {{
+            {loads}
+            st(out + i, {cuda_expr(expr)});
+        }}
+    }}
+}}"""
+        launcher = f"""def kernel(inputs, outputs):
+    out = outputs[0]
+    n = out.numel()
+    if n == 0:
+        return
+    blocks = (n + {threads * items - 1}) // {threads * items}
+    pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
+    _module.get_function("kv_{problem.name}")((blocks,), ({threads},), (*pointers, cupy.int64(n)))"""
+        return kernel_file(problem, params, code, launcher)
+
+
+RECIPES = [CudaPointwise()]

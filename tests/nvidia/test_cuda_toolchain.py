@@ -1,0 +1,138 @@
+"""CUDA C++ on the NVIDIA targets, where no GPU is needed: NVRTC compiles the recipes' kernels for sm_90 and
+sm_80 and ptxas's report becomes the resources; compile errors come back verbatim with a command that repeats
+them; the scan keeps cupy to compiling and launching; and without a GPU, CUDA candidates are neither offered
+by the template synthesizer nor run."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+pytest.importorskip("kevolve_nvidia")
+pytest.importorskip("cupy")
+
+from kevolve import diagnosis as d  # noqa: E402
+from kevolve.api import evaluate, resolve_problem  # noqa: E402
+from kevolve.errors import CompileError  # noqa: E402
+from kevolve.harness import evaluation as ev  # noqa: E402
+from kevolve.harness.pipeline import HarnessConfig  # noqa: E402
+from kevolve.harness.scan import forbidden_uses  # noqa: E402
+from kevolve.plugins import get_manager  # noqa: E402
+from kevolve.synthesis.expr import POINTWISE  # noqa: E402
+from kevolve_nvidia.cuda_recipes import CudaPointwise  # noqa: E402
+from kevolve_nvidia.cuda_toolchain import FORBIDDEN, cuda_version  # noqa: E402
+from kevolve_nvidia.resources import blocks_per_sm  # noqa: E402
+
+if cuda_version() == "none":
+    pytest.skip("cupy cannot load NVRTC here", allow_module_level=True)
+
+
+def toolchain(target: str):
+    registered = get_manager().target(target)
+    return registered.backend.toolchain(registered.spec, "cuda"), registered
+
+
+def kernel_file(code: str, launcher: str = "def kernel(inputs, outputs):\n    pass\n") -> str:
+    return f'import cupy\n\nSOURCE = r"""\n{code}\n"""\nOPTIONS = ("--std=c++17",)\n' \
+           f"_module = cupy.RawModule(code=SOURCE, options=OPTIONS)\n\n\n{launcher}"
+
+
+@pytest.mark.parametrize("target", ["nvidia_h100", "nvidia_a100"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_pointwise_kernels_compile_without_spills(target, dtype, tmp_path):
+    chain, registered = toolchain(target)
+    recipe = CudaPointwise()
+    for op in POINTWISE:
+        problem = resolve_problem(op, {"n": 1 << 20}, dtype, None)
+        for params in ({"THREADS": 256, "ITEMS": 4}, {"THREADS": 1024, "ITEMS": 8}):
+            build = chain.build(recipe.render(problem, params), tmp_path / f"{op}{params['THREADS']}", problem)
+            r = build.resources
+            assert forbidden_uses(recipe.render(problem, params), FORBIDDEN) == []
+            assert r["kernels"] == 1 and 4 <= r[d.REGISTERS] <= 64 and r[d.SPILL_BYTES] == 0, (op, r)
+            # 1024-thread blocks: 32 warps, two blocks fill an SM's 64 warp slots when registers allow
+            assert r["num_warps"] == params["THREADS"] // 32
+            assert 0 < r[d.OCCUPANCY] <= 1
+            assert f"--arch sm_{registered.spec.facts.extra['gpu']['arch']}" in build.command
+
+
+def test_ptxas_report_gives_stack_shared_memory_and_occupancy(tmp_path):
+    """A kernel that keeps a dynamically indexed array in local memory and 48 KiB of shared memory (the most
+    a static array may take): the stack frame and the shared bytes are read back, and shared memory allows 4
+    blocks per SM (228 KiB, 1 KiB reserved per block)."""
+    code = r"""extern "C" __global__ void __launch_bounds__(128) busy(const float* x, float* y, long long n) {
+    __shared__ float tile[12288];
+    float local[64];
+    const long long i = (long long)blockIdx.x * 128 + threadIdx.x;
+    for (int k = 0; k < 64; ++k) local[k] = x[(i + k) % n];
+    float s = 0.0f;
+    for (int k = 0; k < 64; ++k) s += local[(k * 7 + (int)i) % 64];
+    tile[threadIdx.x] = s;
+    __syncthreads();
+    if (i < n) y[i] = tile[(threadIdx.x + 1) % 128];
+}"""
+    chain, registered = toolchain("nvidia_h100")
+    r = chain.build(kernel_file(code), tmp_path, None).resources
+    gpu = registered.spec.facts.extra["gpu"]
+    assert r["shared_bytes"] == 12288 * 4 and r["stack_bytes"] >= 256
+    assert r["blocks_per_sm_by_shared_memory"] == 4
+    limits = blocks_per_sm(int(r[d.REGISTERS]), 4, 12288 * 4, gpu)
+    assert r[d.OCCUPANCY] == pytest.approx(min(limits.values()) * 4 / gpu["max_warps_per_sm"])
+
+
+def test_compile_errors_are_verbatim_and_the_repro_command_repeats_them(tmp_path):
+    chain, _ = toolchain("nvidia_h100")
+    source = kernel_file('extern "C" __global__ void broken(float* y) { y[0] = undefined_thing; }')
+    with pytest.raises(CompileError) as caught:
+        chain.build(source, tmp_path, None)
+    assert 'identifier "undefined_thing" is undefined' in caught.value.log
+    assert "sm_90" in str(caught.value)
+    repro = subprocess.run(caught.value.repro, shell=True, capture_output=True, text=True, timeout=120)
+    assert repro.returncode == 1 and 'identifier "undefined_thing" is undefined' in repro.stderr
+
+
+@pytest.mark.parametrize("source, why", [
+    ('SOURCE = r"""x"""', "must be a literal"),
+    ('SOURCE = "a" + "b"', "must be a literal"),
+    ("import cupy\n", "sets SOURCE"),
+    ('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }', "not Python"),
+])
+def test_files_that_do_not_follow_the_contract_are_told_what_to_change(source, why, tmp_path):
+    chain, _ = toolchain("nvidia_h100")
+    with pytest.raises(CompileError, match=why):
+        chain.build(source.replace('r"""x"""', "SOURCE"), tmp_path, None)
+
+
+@pytest.mark.parametrize("snippet", [
+    "cupy.exp(x)", "cupy.asarray(x).sum()", "import cupy as cp", "from cupy import RawModule", "import cupyx",
+    "cublasSgemm(handle)", "thrust::reduce(a, b)", "cub::DeviceReduce::Sum(t)", "import numpy", "x.item()",
+    "import torch", "import triton",
+])
+def test_scan_keeps_cupy_to_compiling_and_launching(snippet):
+    recipe = CudaPointwise()
+    source = recipe.render(resolve_problem("relu", {"n": 1024}, "float32", None), {"THREADS": 256, "ITEMS": 1})
+    assert forbidden_uses(source, FORBIDDEN) == []
+    assert forbidden_uses(source + "\n" + snippet + "\n", FORBIDDEN), snippet
+
+
+def test_cuda_recipes_are_offered_only_where_a_gpu_can_check_them(monkeypatch):
+    registered = get_manager().target("nvidia_h100")
+    backend = registered.backend
+    monkeypatch.setattr(type(backend), "gpu_here", lambda self: None)
+    assert not [r for r in backend.recipes(registered.spec) if r.language == "cuda"]
+    monkeypatch.setattr(type(backend), "gpu_here", lambda self: "sm_90")
+    assert [r.name for r in backend.recipes(registered.spec) if r.language == "cuda"] == ["cuda.pointwise"]
+
+
+def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_path):
+    """`kevolve evaluate` on a CUDA file here: told apart from Triton by `import cupy`, compiled for sm_90
+    (resources in the result), then refused by the interpreter with the reason, not run as if it passed."""
+    problem = resolve_problem("relu", {"n": 4096}, "float32", None)
+    path = tmp_path / "relu_cuda.py"
+    path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 2}))
+    result = evaluate(path, "relu", target="nvidia_h100", dims={"n": 4096}, dtype="float32",
+                      harness=HarnessConfig(timeout_s=120, workdir=str(tmp_path / "builds")))
+    assert result.language == "cuda"
+    assert result.evaluation.status == ev.RUNTIME_ERROR
+    assert "run only on their GPU" in result.evaluation.reason
+    assert result.evaluation.resources[d.REGISTERS] > 0

@@ -1,0 +1,55 @@
+"""Standalone export for the GPU targets: the package runs its kernel with nothing of kevolve importable (here
+through the Triton interpreter on CPU tensors, in a fresh process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from kevolve.api import resolve_problem
+from kevolve.plugins import get_manager
+from kevolve_triton.recipes.pointwise import TritonPointwise
+
+pytest.importorskip("kevolve_nvidia")
+
+RUN = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    sys.modules["kevolve"] = None  # importing kevolve from here on fails
+    import torch
+    from exported import kernel
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(0))
+    y = torch.randn(3000, generator=torch.Generator().manual_seed(1))
+    out = torch.full_like(x, float("nan"))
+    kernel([x, y], [out])
+    assert torch.equal(out, x * y), (out - x * y).abs().max()
+    print("ok")
+""")
+
+
+@pytest.mark.parametrize("target", ["nvidia_h100", "amd_mi300"])
+def test_an_exported_triton_kernel_runs_without_kevolve(target, tmp_path):
+    if target.startswith("amd"):
+        pytest.importorskip("kevolve_amd")
+    registered = get_manager().target(target)
+    problem = resolve_problem("mul", {"n": 3000}, "float32", None)
+    source = TritonPointwise().render(problem, {"BLOCK": 256, "ITEMS": 2, "num_warps": 4})
+    package = tmp_path / "exported"
+    package.mkdir()
+    files = registered.backend.write_standalone(registered.spec, source, "triton", package)
+    assert sorted(files) == ["__init__.py", "kernel.py"] and (package / "kernel.py").read_text() == source
+    assert "kevolve" not in (package / "kernel.py").read_text().replace("# kevolve generated kernel", "")
+    done = subprocess.run([sys.executable, "-c", RUN, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_cuda_kernels_export_with_what_they_need_and_other_languages_are_refused(tmp_path):
+    registered = get_manager().target("nvidia_h100")
+    files = registered.backend.write_standalone(registered.spec, "import cupy\n", "cuda", tmp_path)
+    assert files == ["__init__.py", "kernel.py"]
+    assert "cupy-cuda12x" in (tmp_path / "__init__.py").read_text()
+    with pytest.raises(NotImplementedError, match="'cpp'"):
+        registered.backend.write_standalone(registered.spec, "", "cpp", tmp_path)
