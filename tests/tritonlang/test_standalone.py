@@ -46,10 +46,23 @@ def test_an_exported_triton_kernel_runs_without_kevolve(target, tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
-def test_cuda_kernels_export_with_what_they_need_and_other_languages_are_refused(tmp_path):
+def test_cuda_kernels_export_with_the_stream_wrapper_and_import_without_kevolve(tmp_path):
+    """A CUDA export carries the module that puts each call on PyTorch's stream; the package imports with
+    kevolve blocked (running it needs the GPU). Other languages are refused."""
+    pytest.importorskip("cupy")
+    from kevolve_nvidia.cuda_recipes import CudaPointwise
+
     registered = get_manager().target("nvidia_h100")
-    files = registered.backend.write_standalone(registered.spec, "import cupy\n", "cuda", tmp_path)
-    assert files == ["__init__.py", "kernel.py"]
-    assert "cupy-cuda12x" in (tmp_path / "__init__.py").read_text()
+    problem = resolve_problem("relu", {"n": 1024}, "float32", None)
+    package = tmp_path / "exported"
+    package.mkdir()
+    files = registered.backend.write_standalone(registered.spec, CudaPointwise().render(
+        problem, {"THREADS": 256, "ITEMS": 1}), "cuda", package)
+    assert sorted(files) == ["__init__.py", "cuda_stream.py", "kernel.py"]
+    assert "cupy-cuda12x" in (package / "__init__.py").read_text()
+    check = ("import sys; sys.path.insert(0, sys.argv[1]); sys.modules['kevolve'] = None; "
+             "from exported import kernel; print(kernel.__qualname__)")
+    done = subprocess.run([sys.executable, "-c", check, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "on_torch_stream.<locals>.kernel", done.stderr[-2000:]
     with pytest.raises(NotImplementedError, match="'cpp'"):
         registered.backend.write_standalone(registered.spec, "", "cpp", tmp_path)

@@ -5,10 +5,13 @@ toolchain and recipes, the Nsight Compute profiler and its classifier."""
 from __future__ import annotations
 
 import os
+from importlib import resources
+from pathlib import Path
 
 from kevolve import diagnosis as d
 from kevolve.backend.classifier import Classifier
 from kevolve.backend.profiler import Profiler, RooflineProfiler
+from kevolve.backend.runner import Runner
 from kevolve.backend.toolchain import Toolchain
 from kevolve.synthesis.recipe import Recipe
 from kevolve.target import MachineFacts, TargetSpec
@@ -52,12 +55,22 @@ class NvidiaBackend(TritonBackend):
 
         return super().recipes(target) + (RECIPES if self.gpu_here() else [])
 
-    def standalone_needs(self, language: str) -> str:
-        if language == "cuda":
-            from kevolve_nvidia.cuda_toolchain import PACKAGES
+    def gpu_runner_type(self) -> type[Runner]:
+        from kevolve_nvidia.cuda_runner import NvidiaGpuRunner
 
-            return f"torch, an NVIDIA GPU, {PACKAGES}"
-        return super().standalone_needs(language)
+        return NvidiaGpuRunner
+
+    def write_standalone(self, target: TargetSpec, source: str, language: str, directory: Path) -> list[str]:
+        if language != "cuda":
+            return super().write_standalone(target, source, language, directory)
+        from kevolve_triton.standalone import write_package
+
+        from kevolve_nvidia.cuda_toolchain import PACKAGES
+
+        stream = resources.files("kevolve_nvidia").joinpath("cuda_stream.py").read_text()
+        return write_package(source, language, target.name, f"torch, an NVIDIA GPU, {PACKAGES}", directory,
+                             {"cuda_stream.py": stream}, "from .cuda_stream import on_torch_stream\n"
+                             "from .kernel import kernel as _launch\n\nkernel = on_torch_stream(_launch)")
 
     def profiler(self, target: TargetSpec) -> Profiler:
         """``KEVOLVE_NVIDIA_PROFILER``: "ncu" (default; hardware counters), "proton" (Triton's Proton: each

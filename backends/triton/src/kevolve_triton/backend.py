@@ -70,13 +70,19 @@ class TritonBackend(Backend, TritonDevice):
                            f"by the static cost model; its timings would not describe {target.name}")
         return True, ""
 
+    def gpu_runner_type(self) -> type[Runner]:
+        """The runner class for this vendor's GPU (a vendor with more languages than Triton extends it)."""
+        from kevolve_triton.runner import TritonGpuRunner
+
+        return TritonGpuRunner
+
     def runner(self, target: TargetSpec) -> Runner:
-        from kevolve_triton.runner import TritonGpuRunner, TritonInterpreterRunner
+        from kevolve_triton.runner import TritonInterpreterRunner
 
         if self.gpu_here() is None:
             return TritonInterpreterRunner()
         # PyTorch names CUDA and ROCm devices alike "cuda"; evict the largest cache before each timed call
-        return TritonGpuRunner("cuda", flush_bytes=int(2 * target.facts.memory[-2].capacity_bytes))
+        return self.gpu_runner_type()("cuda", flush_bytes=int(2 * target.facts.memory[-2].capacity_bytes))
 
     def estimator(self, target: TargetSpec) -> Estimator:
         from kevolve_triton.cost_model import TritonCostModel
@@ -88,13 +94,10 @@ class TritonBackend(Backend, TritonDevice):
 
         return all_recipes()
 
-    def standalone_needs(self, language: str) -> str:
-        """What an exported kernel file of ``language`` needs to run (the docstring of its package)."""
-        if language != "triton":
-            raise NotImplementedError(f"{type(self).__name__} cannot export {language!r} kernels")
-        return "torch and triton (TRITON_INTERPRET=1 runs it on CPU tensors)"
-
     def write_standalone(self, target: TargetSpec, source: str, language: str, directory: Path) -> list[str]:
         from kevolve_triton.standalone import write_package
 
-        return write_package(source, language, target.name, self.standalone_needs(language), directory)
+        if language != "triton":
+            raise NotImplementedError(f"{type(self).__name__} cannot export {language!r} kernels")
+        return write_package(source, language, target.name,
+                             "torch and triton (TRITON_INTERPRET=1 runs it on CPU tensors)", directory)

@@ -1,6 +1,6 @@
 """Standalone export for the GPU backends: a package holding the kernel file exactly as it was checked and an
-``__init__`` that re-exports its launcher. A Triton (or CUDA C++ in Python) kernel file needs its own runtime
-and torch, never kevolve."""
+``__init__`` that exports its launcher. A Triton (or CUDA C++ in Python) kernel file needs its own runtime and
+torch, never kevolve."""
 
 from __future__ import annotations
 
@@ -14,13 +14,19 @@ _INIT = '''"""Standalone kevolve kernel ({language}) for {target}. Needs {needs}
 Problem, parameters and measured speedups are in kevolve.json next to this file.
 """
 
-from .kernel import kernel
+{export}
 
 __all__ = ["kernel"]
 '''
 
 
-def write_package(source: str, language: str, target: str, needs: str, directory: Path) -> list[str]:
-    (directory / "kernel.py").write_text(source)
-    (directory / "__init__.py").write_text(_INIT.format(language=language, target=target, needs=needs))
-    return ["__init__.py", "kernel.py"]
+def write_package(source: str, language: str, target: str, needs: str, directory: Path,
+                  support: dict[str, str] | None = None, export: str = "from .kernel import kernel") -> list[str]:
+    """``kernel.py`` (the source), the ``support`` modules (name -> text) and an ``__init__`` running ``export``,
+    which must bind ``kernel``."""
+    files = {"kernel.py": source, **(support or {})}
+    for name, text in files.items():
+        (directory / name).write_text(text)
+    (directory / "__init__.py").write_text(_INIT.format(language=language, target=target, needs=needs,
+                                                        export=export))
+    return ["__init__.py", *files]
