@@ -20,6 +20,7 @@ from kevolve.harness.pipeline import HarnessConfig  # noqa: E402
 from kevolve.harness.scan import forbidden_uses  # noqa: E402
 from kevolve.plugins import get_manager  # noqa: E402
 from kevolve.synthesis.expr import POINTWISE  # noqa: E402
+from kevolve_nvidia import cuda_toolchain  # noqa: E402
 from kevolve_nvidia.cuda_recipes import CudaPointwise  # noqa: E402
 from kevolve_nvidia.cuda_toolchain import FORBIDDEN, cuda_version  # noqa: E402
 from kevolve_nvidia.resources import blocks_per_sm  # noqa: E402
@@ -122,8 +123,15 @@ def test_cuda_recipes_are_offered_only_where_a_gpu_can_check_them(monkeypatch):
     assert not [r for r in backend.recipes(registered.spec) if r.language == "cuda"]
     monkeypatch.setattr(type(backend), "gpu_here", lambda self: "sm_90")
     assert [r.name for r in backend.recipes(registered.spec) if r.language == "cuda"] == ["cuda.pointwise"]
+    monkeypatch.setattr(cuda_toolchain, "cuda_version", lambda: "none")  # a GPU, but no cupy / NVRTC
+    assert not [r for r in backend.recipes(registered.spec) if r.language == "cuda"]
 
 
+def gpu_here() -> bool:
+    return get_manager().target("nvidia_h100").backend.gpu_here() is not None
+
+
+@pytest.mark.skipif(gpu_here(), reason="checks the machine without an NVIDIA GPU")
 def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_path):
     """`kevolve evaluate` on a CUDA file here: told apart from Triton by `import cupy`, compiled for sm_90
     (resources in the result), then refused by the interpreter with the reason, not run as if it passed."""
@@ -136,3 +144,38 @@ def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_pa
     assert result.evaluation.status == ev.RUNTIME_ERROR
     assert "run only on their GPU" in result.evaluation.reason
     assert result.evaluation.resources[d.REGISTERS] > 0
+
+
+@pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_pointwise_kernels_pass_the_harness_on_the_gpu(dtype, tmp_path):
+    """The harness's full check (awkward shapes, fresh inputs, poisoned outputs) and timing, per op."""
+    target = "nvidia_a100" if get_manager().target("nvidia_h100").backend.gpu_here() == "sm_80" else "nvidia_h100"
+    for op in POINTWISE:
+        problem = resolve_problem(op, {"n": 1 << 22}, dtype, None)
+        path = tmp_path / f"{op}.py"
+        path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 4}))
+        result = evaluate(path, op, target=target, dims={"n": 1 << 22}, dtype=dtype,
+                          harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
+        assert result.evaluation.status == ev.OK, (op, result.evaluation.reason)
+
+
+@pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
+def test_a_cuda_kernel_follows_pytorchs_stream_into_a_cuda_graph():
+    """Captured on a side stream: a launch on any other stream than PyTorch's would break the capture."""
+    import torch
+    from kevolve.api import load_kernel
+
+    problem = resolve_problem("relu", {"n": 1 << 20}, "float32", None)
+    op = load_kernel(problem, "nvidia_h100", CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 4}), "cuda")
+    x = torch.randn(1 << 20, device="cuda")
+    op(x)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        y = op(x)
+    x.copy_(torch.randn(1 << 20, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.relu(x))

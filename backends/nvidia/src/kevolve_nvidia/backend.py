@@ -49,11 +49,14 @@ class NvidiaBackend(TritonBackend):
         return super().toolchain(target, language)
 
     def recipes(self, target: TargetSpec) -> list[Recipe]:
-        """The shared Triton recipes, and the CUDA C++ ones where an NVIDIA GPU is here: CUDA C++ has no
-        interpreter, so elsewhere its candidates could be compiled but never checked."""
+        """The shared Triton recipes, and the CUDA C++ ones where an NVIDIA GPU is here and NVRTC through cupy
+        is usable: CUDA C++ has no interpreter, so elsewhere its candidates could be compiled but never checked,
+        and without cupy every one would fail to build."""
         from kevolve_nvidia.cuda_recipes import RECIPES
+        from kevolve_nvidia.cuda_toolchain import cuda_version
 
-        return super().recipes(target) + (RECIPES if self.gpu_here() else [])
+        usable = self.gpu_here() is not None and cuda_version() != "none"
+        return super().recipes(target) + (RECIPES if usable else [])
 
     def gpu_runner_type(self) -> type[Runner]:
         from kevolve_nvidia.cuda_runner import NvidiaGpuRunner
