@@ -21,7 +21,7 @@ from kevolve.harness.scan import forbidden_uses  # noqa: E402
 from kevolve.plugins import get_manager  # noqa: E402
 from kevolve.synthesis.expr import POINTWISE  # noqa: E402
 from kevolve_nvidia import cuda_toolchain  # noqa: E402
-from kevolve_nvidia.cuda_recipes import CudaPointwise  # noqa: E402
+from kevolve_nvidia.cuda_recipes import CudaPointwise, CudaRows  # noqa: E402
 from kevolve_nvidia.cuda_toolchain import FORBIDDEN, cuda_version  # noqa: E402
 from kevolve_nvidia.resources import blocks_per_sm  # noqa: E402
 
@@ -55,6 +55,25 @@ def test_pointwise_kernels_compile_without_spills(target, dtype, tmp_path):
             assert r["num_warps"] == params["THREADS"] // 32
             assert 0 < r[d.OCCUPANCY] <= 1
             assert f"--arch sm_{registered.spec.facts.extra['gpu']['arch']}" in build.command
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_row_kernels_compile_at_every_width_and_the_check_shapes(dtype, tmp_path):
+    """Every row op at narrow, middle and wide rows (registers only, registers plus a second read) compiles
+    for sm_90 with the block size it declares; the default keeps 8 values per thread in registers."""
+    chain, _ = toolchain("nvidia_h100")
+    recipe = CudaRows()
+    facts = get_manager().target("nvidia_h100").spec.facts
+    for op in CudaRows.OPS:
+        for cols in (64, 1031, 4096):
+            problem = resolve_problem(op, {"rows": 256, "cols": cols}, dtype, None)
+            params = recipe.space(problem, facts).default()
+            assert params["THREADS"] * params["ITEMS"] >= cols and params["ITEMS"] <= 16
+            source = recipe.render(problem, params)
+            assert forbidden_uses(source, FORBIDDEN) == []
+            r = chain.build(source, tmp_path / f"{op}{cols}", problem).resources
+            assert r["num_warps"] == max(1, params["THREADS"] // 32) and r[d.SPILL_BYTES] <= 16, (op, cols, r)
+            assert r["shared_bytes"] == 4 * max(1, params["THREADS"] // 32)
 
 
 def test_ptxas_report_gives_stack_shared_memory_and_occupancy(tmp_path):
@@ -122,7 +141,8 @@ def test_cuda_recipes_are_offered_only_where_a_gpu_can_check_them(monkeypatch):
     monkeypatch.setattr(type(backend), "gpu_here", lambda self: None)
     assert not [r for r in backend.recipes(registered.spec) if r.language == "cuda"]
     monkeypatch.setattr(type(backend), "gpu_here", lambda self: "sm_90")
-    assert [r.name for r in backend.recipes(registered.spec) if r.language == "cuda"] == ["cuda.pointwise"]
+    assert [r.name for r in backend.recipes(registered.spec) if r.language == "cuda"] == ["cuda.pointwise",
+                                                                                            "cuda.rows"]
     monkeypatch.setattr(cuda_toolchain, "cuda_version", lambda: "none")  # a GPU, but no cupy / NVRTC
     assert not [r for r in backend.recipes(registered.spec) if r.language == "cuda"]
 
@@ -158,6 +178,23 @@ def test_pointwise_kernels_pass_the_harness_on_the_gpu(dtype, tmp_path):
         result = evaluate(path, op, target=target, dims={"n": 1 << 22}, dtype=dtype,
                           harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
         assert result.evaluation.status == ev.OK, (op, result.evaluation.reason)
+
+
+@pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("op", CudaRows.OPS)
+def test_row_kernels_pass_the_harness_on_the_gpu(op, dtype, tmp_path):
+    """Each row op at its timing shape and the catalog's check shapes (1 column, 1031 columns: past the
+    registers of a small block), registers-only and re-reading schedules."""
+    target = "nvidia_a100" if get_manager().target("nvidia_h100").backend.gpu_here() == "sm_80" else "nvidia_h100"
+    for cols, params in ((4096, None), (4096, {"THREADS": 128, "ITEMS": 4}), (256, {"THREADS": 32, "ITEMS": 1})):
+        problem = resolve_problem(op, {"rows": 2048, "cols": cols}, dtype, None)
+        params = params or CudaRows().space(problem, get_manager().target(target).spec.facts).default()
+        path = tmp_path / f"{op}{cols}{params['THREADS']}.py"
+        path.write_text(CudaRows().render(problem, params))
+        result = evaluate(path, op, target=target, dims={"rows": 2048, "cols": cols}, dtype=dtype,
+                          harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
+        assert result.evaluation.status == ev.OK, (op, cols, params, result.evaluation.reason)
 
 
 @pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")

@@ -122,4 +122,127 @@ kv_{problem.name}({pointers}st_t* __restrict__ out, long long n) {{
         return kernel_file(problem, params, code, launcher)
 
 
-RECIPES = [CudaPointwise()]
+#: block-wide reductions: each warp reduces with shuffles, then every thread adds the warps' partials from
+#: shared memory (no second round, no broadcast); the sync before the write protects the partials of the
+#: previous reduction that other threads may still be reading
+REDUCE = r"""__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float block_sum(float v, float* partials) {
+    v = warp_sum(v);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) partials[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float total = 0.0f;
+    for (int i = 0; i < THREADS / 32; ++i) total += partials[i];
+    return total;
+}
+__device__ __forceinline__ float block_max(float v, float* partials) {
+    v = warp_max(v);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) partials[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float most = partials[0];
+    for (int i = 1; i < THREADS / 32; ++i) most = fmaxf(most, partials[i]);
+    return most;
+}
+"""
+
+
+def each_value(body: str) -> str:
+    """``body`` for every column ``c`` of this thread's row with its value ``t``: the first ``ITEMS`` from
+    registers (``v``, indexed at compile time), the rest read again from memory (rows wider than a block holds)."""
+    return f"""#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {{
+        const int c = threadIdx.x + k * THREADS;
+        if (c < cols) {{ const float t = v[k]; {body} }}
+    }}
+    for (int c = threadIdx.x + ITEMS * THREADS; c < cols; c += THREADS) {{ const float t = ld(xr[c]); {body} }}"""
+
+
+class CudaRows(Recipe):
+    """softmax, log_softmax, rms_norm, layer_norm over the last dim: one block per row, ``ITEMS`` values per
+    thread kept in registers (``THREADS * ITEMS`` columns; wider rows read the rest again), block reductions
+    through warp shuffles. float32 math; eps from the problem."""
+
+    name = "cuda.rows"
+    language = "cuda"
+    families = ("row_softmax", "row_norm")
+    OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.name in self.OPS and problem.dtype in STORAGE
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        cols = int(problem.dims.get("cols", 1024))
+        threads = min(1024, max(32, 1 << max(0, (-(-cols // 8) - 1).bit_length())))
+        items = min(16, max(1, 1 << max(0, (-(-cols // threads) - 1).bit_length())))
+        return ScheduleSpace([
+            Param("THREADS", (32, 64, 128, 256, 512, 1024), {d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1,
+                                                            d.LATENCY_BOUND: +1}, default=threads),
+            Param("ITEMS", (1, 2, 4, 8, 16), {d.SPILL_BOUND: -1, d.MEMORY_BOUND: +1}, default=items),
+        ])
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        op, eps = problem.name, cuda_literal(float(problem.attrs.get("eps", 0.0)))
+        operands = {"rms_norm": ("w",), "layer_norm": ("w", "b")}.get(op, ())
+        pointers = "".join(f"const st_t* __restrict__ {v}, " for v in operands)
+        body = {
+            "softmax": f"""float m = __int_as_float(0xff800000);
+    {each_value("m = fmaxf(m, t);")}
+    m = block_max(m, partials);
+    float s = 0.0f;
+    {each_value("s += expf(t - m);")}
+    const float inv = 1.0f / block_sum(s, partials);
+    {each_value("st(yr + c, expf(t - m) * inv);")}""",
+            "log_softmax": f"""float m = __int_as_float(0xff800000);
+    {each_value("m = fmaxf(m, t);")}
+    m = block_max(m, partials);
+    float s = 0.0f;
+    {each_value("s += expf(t - m);")}
+    const float lse = m + logf(block_sum(s, partials));
+    {each_value("st(yr + c, t - lse);")}""",
+            "rms_norm": f"""float s = 0.0f;
+    {each_value("s += t * t;")}
+    const float r = rsqrtf(block_sum(s, partials) / cols + {eps});
+    {each_value("st(yr + c, t * r * ld(w[c]));")}""",
+            "layer_norm": f"""float s = 0.0f;
+    {each_value("s += t;")}
+    const float mean = block_sum(s, partials) / cols;
+    float q = 0.0f;
+    {each_value("const float e = t - mean; q += e * e;")}
+    const float r = rsqrtf(block_sum(q, partials) / cols + {eps});
+    {each_value("st(yr + c, (t - mean) * r * ld(w[c]) + ld(b[c]));")}""",
+        }[op]
+        code = f"""#define THREADS {params["THREADS"]}
+#define ITEMS {params["ITEMS"]}
+{REDUCE}
+extern "C" __global__ void __launch_bounds__({params["THREADS"]})
+kv_{op}(const st_t* __restrict__ x, {pointers}st_t* __restrict__ out, int cols) {{
+    __shared__ float partials[THREADS / 32];
+    const st_t* xr = x + (long long)blockIdx.x * cols;
+    st_t* yr = out + (long long)blockIdx.x * cols;
+    float v[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {{
+        const int c = threadIdx.x + k * THREADS;
+        v[k] = c < cols ? ld(xr[c]) : 0.0f;
+    }}
+    {body}
+}}"""
+        launcher = f"""def kernel(inputs, outputs):
+    out = outputs[0]
+    cols = out.shape[-1] if out.dim() else 1
+    if out.numel() == 0:
+        return
+    pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
+    _module.get_function("kv_{op}")((out.numel() // cols,), ({params["THREADS"]},), (*pointers, cupy.int32(cols)))"""
+        return kernel_file(problem, params, code, launcher)
+
+
+RECIPES = [CudaPointwise(), CudaRows()]
