@@ -198,8 +198,8 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             "blank where no run profiled the row's kernel."
             if copy_ncu else "") + (
             " `copy, same bytes` is the time per call of a `copy_` of the row's minimum bytes (half read, half "
-            "written), timed in the same rounds as the kernel, over the kernel's: what a kernel that only moved its "
-            "bytes would reach at that size (blank for rows of runs made before 2026-11-25 09:14 UTC)." if same_size else "") + (
+            "written), timed in the same rounds as the kernel, over the kernel's: the kernel against moving its bytes "
+            "and nothing else at that size (blank for rows of runs made before 2026-11-25 09:14 UTC)." if same_size else "") + (
             f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
             "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
             "in the JSON, `untimed_baselines`); with --combine, from the run that timed it." if autotune else ""), "",
@@ -267,7 +267,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                    and r["timings"]["compile"]["median"] <= 1.05 * r["timings"]["copy"]["median"]]
         if at_copy:
             lines += ["", f"torch.compile within 5% of a copy of the same bytes per call, or faster ({len(at_copy)} "
-                          f"rows; a kernel that beats it there moves its bytes faster than `copy_` does): "
+                          f"rows; a kernel that beats it there has to move its bytes faster than `copy_` does): "
                           f"{', '.join(at_copy)}."]
     return "\n".join(lines) + "\n"
 
@@ -473,9 +473,10 @@ def graph_time(fn, sets: int) -> float | None:
 
 def same_bytes_copy(nbytes: int):
     """A thunk copying ``nbytes`` // 2 bytes (read plus written: the row's minimum bytes) with ``copy_``, the
-    copy the bandwidth yardstick uses: timed per call beside a row's kernel, it is what the fastest possible
-    kernel for that many bytes takes under the same flush, spin and launch, which the 1 GiB copy's rate says
-    nothing about for rows of tens of MB (ramp-up, tail, the dirty L2 the flush leaves)."""
+    copy the bandwidth yardstick uses: timed per call beside a row's kernel, it shows what moving that many bytes
+    costs under the same flush, spin and launch, which the 1 GiB copy's rate says nothing about for rows of tens
+    of MB (ramp-up, tail, the dirty L2 the flush leaves). Not a hard floor: below ~20 MB a fused kernel has
+    been measured faster than ``copy_`` (nvidia_h100_more_shapes.md)."""
     # filled without the CUDA generator: a failed graph capture before (graph_time) leaves it unusable
     src = torch.full((max(1, nbytes // 2),), 7, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
