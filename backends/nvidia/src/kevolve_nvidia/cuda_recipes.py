@@ -176,7 +176,7 @@ class CudaRows(Recipe):
     OPS = ("softmax", "log_softmax", "rms_norm", "layer_norm")
 
     def supports(self, problem: Problem) -> bool:
-        return problem.name in self.OPS and problem.dtype in STORAGE
+        return problem.family in self.families and problem.name in self.OPS and problem.dtype in STORAGE
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         cols = int(problem.dims.get("cols", 1024))
