@@ -199,7 +199,8 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             if copy_ncu else "") + (
             " `copy, same bytes` is the time per call of a `copy_` of the row's minimum bytes (half read, half "
             "written), timed in the same rounds as the kernel, over the kernel's: the kernel against moving its bytes "
-            "and nothing else at that size (blank for rows of runs made before 2026-11-25 09:14 UTC)." if same_size else "") + (
+            "and nothing else at that size (blank for rows of runs made before 2026-11-25 09:14 UTC)."
+            if same_size else "") + (
             f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
             "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
             "in the JSON, `untimed_baselines`); with --combine, from the run that timed it." if autotune else ""), "",
@@ -211,7 +212,8 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
     for r in rows:
         shape = " ".join(f"{k}={v}" for k, v in r["shape"].items())
         if "timings" not in r:
-            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel |" + " |" * (8 + autotune + same_size))
+            lines.append(f"| {r['op']} | {shape} | {r['dtype']} | | | no correct kernel |"
+                         + " |" * (8 + autotune + same_size))
             continue
         t, s = r["timings"], r["speedups"]
         frac = bandwidth_fraction(r, r.get("copy_bytes_per_s", copy_bps))
@@ -226,7 +228,9 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         tuned = ""
         if autotune:
             tuned = (fmt_speedup(s["max-autotune"]) if "max-autotune" in s else "not timed") + " | "
-        copied = (f"{t['copy']['median'] / t['kernel']['median']:.0%}" if "copy" in t else "") + " | " if same_size else ""
+        copied = ""
+        if same_size:
+            copied = (f"{t['copy']['median'] / t['kernel']['median']:.0%}" if "copy" in t else "") + " | "
         compiled = (fmt_time(t["compile"]), fmt_speedup(s["compile"])) if "compile" in s else ("not timed",) * 2
         lines.append(f"| {r['op']} | {shape} | {r['dtype']} | {fmt_time(t['eager'])} | {compiled[0]} | "
                      f"{fmt_time(t['kernel'])}{quiet} | {fmt_speedup(s['eager'])} | {compiled[1]} | "

@@ -122,34 +122,21 @@ kv_{problem.name}({pointers}st_t* __restrict__ out, long long n) {{
         return kernel_file(problem, params, code, launcher)
 
 
-#: block-wide reductions: each warp reduces with shuffles, then every thread adds the warps' partials from
-#: shared memory (no second round, no broadcast); the sync before the write protects the partials of the
-#: previous reduction that other threads may still be reading
-REDUCE = r"""__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float block_sum(float v, float* partials) {
-    v = warp_sum(v);
+#: block-wide reductions (sum, max): each warp reduces with shuffles, then every thread combines the warps'
+#: partials from shared memory (no second round, no broadcast); the sync before the write protects the partials
+#: of the previous reduction that other threads may still be reading
+REDUCE = r"""struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
+struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+
+template <typename Op>
+__device__ __forceinline__ float block_reduce(float v, float* partials, Op op) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
     __syncthreads();
     if ((threadIdx.x & 31) == 0) partials[threadIdx.x >> 5] = v;
     __syncthreads();
-    float total = 0.0f;
-    for (int i = 0; i < THREADS / 32; ++i) total += partials[i];
-    return total;
-}
-__device__ __forceinline__ float block_max(float v, float* partials) {
-    v = warp_max(v);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) partials[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float most = partials[0];
-    for (int i = 1; i < THREADS / 32; ++i) most = fmaxf(most, partials[i]);
-    return most;
+    float all = partials[0];
+    for (int i = 1; i < THREADS / 32; ++i) all = op(all, partials[i]);
+    return all;
 }
 """
 
@@ -195,28 +182,28 @@ class CudaRows(Recipe):
         body = {
             "softmax": f"""float m = __int_as_float(0xff800000);
     {each_value("m = fmaxf(m, t);")}
-    m = block_max(m, partials);
+    m = block_reduce(m, partials, Max());
     float s = 0.0f;
     {each_value("s += expf(t - m);")}
-    const float inv = 1.0f / block_sum(s, partials);
+    const float inv = 1.0f / block_reduce(s, partials, Sum());
     {each_value("st(yr + c, expf(t - m) * inv);")}""",
             "log_softmax": f"""float m = __int_as_float(0xff800000);
     {each_value("m = fmaxf(m, t);")}
-    m = block_max(m, partials);
+    m = block_reduce(m, partials, Max());
     float s = 0.0f;
     {each_value("s += expf(t - m);")}
-    const float lse = m + logf(block_sum(s, partials));
+    const float lse = m + logf(block_reduce(s, partials, Sum()));
     {each_value("st(yr + c, t - lse);")}""",
             "rms_norm": f"""float s = 0.0f;
     {each_value("s += t * t;")}
-    const float r = rsqrtf(block_sum(s, partials) / cols + {eps});
+    const float r = rsqrtf(block_reduce(s, partials, Sum()) / cols + {eps});
     {each_value("st(yr + c, t * r * ld(w[c]));")}""",
             "layer_norm": f"""float s = 0.0f;
     {each_value("s += t;")}
-    const float mean = block_sum(s, partials) / cols;
+    const float mean = block_reduce(s, partials, Sum()) / cols;
     float q = 0.0f;
     {each_value("const float e = t - mean; q += e * e;")}
-    const float r = rsqrtf(block_sum(q, partials) / cols + {eps});
+    const float r = rsqrtf(block_reduce(q, partials, Sum()) / cols + {eps});
     {each_value("st(yr + c, (t - mean) * r * ld(w[c]) + ld(b[c]));")}""",
         }[op]
         code = f"""#define THREADS {params["THREADS"]}

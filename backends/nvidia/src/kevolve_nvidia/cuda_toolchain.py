@@ -130,7 +130,8 @@ def resources(report: dict[str, dict[str, int]], code: str, facts: MachineFacts)
     if not report:
         return {}
     worst = {key: max(entry[key] for entry in report.values()) for key in next(iter(report.values()))}
-    summary = {d.REGISTERS: float(worst["registers"]), d.SPILL_BYTES: float(worst["spill_stores"] + worst["spill_loads"]),
+    summary = {d.REGISTERS: float(worst["registers"]),
+               d.SPILL_BYTES: float(worst["spill_stores"] + worst["spill_loads"]),
                "stack_bytes": float(worst["stack"]), "shared_bytes": float(worst["shared"]),
                "kernels": float(len(report))}
     bounds = {name: int(threads) for threads, name in _BOUNDS.findall(code)}
