@@ -152,18 +152,22 @@ def gpu_here() -> bool:
 
 
 @pytest.mark.skipif(gpu_here(), reason="checks the machine without an NVIDIA GPU")
-def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_path):
-    """`kevolve evaluate` on a CUDA file here: told apart from Triton by `import cupy`, compiled for sm_90
-    (resources in the result), then refused by the interpreter with the reason, not run as if it passed."""
+def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_path, capsys):
+    """`kevolve evaluate` on a CUDA file here: told apart from Triton by `import cupy`, compiled for sm_90 (its
+    resources printed), then refused by the interpreter with the reason, not run as if it passed."""
+    from kevolve.cli import main
+
     problem = resolve_problem("relu", {"n": 4096}, "float32", None)
     path = tmp_path / "relu_cuda.py"
     path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 2}))
     result = evaluate(path, "relu", target="nvidia_h100", dims={"n": 4096}, dtype="float32",
                       harness=HarnessConfig(timeout_s=120, workdir=str(tmp_path / "builds")))
-    assert result.language == "cuda"
+    assert result.language == "cuda" and result.to_json()["resources"][d.REGISTERS] > 0
     assert result.evaluation.status == ev.RUNTIME_ERROR
-    assert "run only on their GPU" in result.evaluation.reason
-    assert result.evaluation.resources[d.REGISTERS] > 0
+    assert main(["evaluate", str(path), "--op", "relu", "--target", "h100", "--shape", "n=4096"]) == 1
+    printed = capsys.readouterr().out
+    assert "runtime_error" in printed and "run only on their GPU" in printed
+    assert "resources: " in printed and "registers_per_thread" in printed and "occupancy 1" in printed
 
 
 @pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")

@@ -216,6 +216,7 @@ class EvaluateResult:
             "best": {"language": self.language, "parameters": {}, "source": self.source},
             "diagnosis": ev.diagnosis.to_dict() if ev.diagnosis else None, "session": None,
             "rejected_reason": None if ev.correct else ev.reason, "evidence": ev.evidence,
+            "resources": ev.resources,
         }
 
 

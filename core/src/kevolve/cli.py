@@ -169,6 +169,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 out.print(ev.evidence["log"], markup=False, highlight=False)
         for line in ev.timing_lines():
             out.print(line, markup=False)
+        if ev.resource_line():
+            out.print(ev.resource_line(), markup=False)
         if ev.diagnosis:
             out.print(f"diagnosis: {ev.diagnosis.summary}", markup=False)
     return 0 if ev.correct else 1

@@ -117,9 +117,8 @@ class OptimizeResult:
         ev = node.evaluation
         lines.append(f"best: node {self.best.node_id}, {self.language} ({self.best.recipe}) {self.parameters}")
         lines.extend(ev.timing_lines())
-        if ev.resources:
-            lines.append("resources: " + ", ".join(f"{k} {v:g}" for k, v in sorted(ev.resources.items())
-                                                    if isinstance(v, (int, float))))
+        if ev.resource_line():
+            lines.append(ev.resource_line())
         if ev.estimate and not ev.timings:
             ranked = sorted((n.evaluation.fitness for n in self.nodes if n.evaluation.correct), reverse=True)
             lines.append(f"chosen by the static ranking among {len(ranked)} correct candidates (modeled fraction "

@@ -94,6 +94,11 @@ class Evaluation:
             return self.speedups["eager"].median
         return self.modeled_fraction
 
+    def resource_line(self) -> str:
+        """What the build reported (registers, spills, shared memory, occupancy, ...); empty when nothing."""
+        counts = [f"{k} {v:g}" for k, v in sorted(self.resources.items()) if isinstance(v, (int, float))]
+        return "resources: " + ", ".join(counts) if counts else ""
+
     def timing_lines(self) -> list[str]:
         """The measured times and speedups, or why there are none and what the cost model says instead."""
         lines = []
