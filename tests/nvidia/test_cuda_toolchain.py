@@ -111,6 +111,14 @@ def test_compile_errors_are_verbatim_and_the_repro_command_repeats_them(tmp_path
     assert repro.returncode == 1 and 'identifier "undefined_thing" is undefined' in repro.stderr
 
 
+def test_without_cupy_the_build_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(cuda_toolchain, "cuda_version", lambda: "none")
+    chain, _ = toolchain("nvidia_h100")
+    assert not chain.available()[0]
+    with pytest.raises(CompileError, match=r"pip install 'kevolve-nvidia\[cuda\]'"):
+        chain.build(kernel_file('extern "C" __global__ void k(float* y) { y[0] = 1.0f; }'), tmp_path, None)
+
+
 @pytest.mark.parametrize("source, why", [
     ('SOURCE = r"""x"""', "must be a literal"),
     ('SOURCE = "a" + "b"', "must be a literal"),
