@@ -15,6 +15,7 @@ from kevolve.synthesis.expr import POINTWISE, Expr, render
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
+from kevolve_triton.recipes.common import next_pow2
 
 #: torch dtype -> the CUDA type a tensor of it is stored as
 STORAGE = {torch.float32: "float", torch.bfloat16: "unsigned short"}
@@ -167,8 +168,8 @@ class CudaRows(Recipe):
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         cols = int(problem.dims.get("cols", 1024))
-        threads = min(1024, max(32, 1 << max(0, (-(-cols // 8) - 1).bit_length())))
-        items = min(16, max(1, 1 << max(0, (-(-cols // threads) - 1).bit_length())))
+        threads = min(1024, max(32, next_pow2(-(-cols // 8))))  # 8 values a thread where the block allows
+        items = min(16, next_pow2(-(-cols // threads)))
         return ScheduleSpace([
             Param("THREADS", (32, 64, 128, 256, 512, 1024), {d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1,
                                                             d.LATENCY_BOUND: +1}, default=threads),
@@ -179,20 +180,19 @@ class CudaRows(Recipe):
         op, eps = problem.name, cuda_literal(float(problem.attrs.get("eps", 0.0)))
         operands = {"rms_norm": ("w",), "layer_norm": ("w", "b")}.get(op, ())
         pointers = "".join(f"const st_t* __restrict__ {v}, " for v in operands)
+        # softmax and log_softmax share the row's max and the sum of exp(x - max)
+        max_and_sum = f"""float m = __int_as_float(0xff800000);
+    {each_value("m = fmaxf(m, t);")}
+    m = block_reduce(m, partials, Max());
+    float s = 0.0f;
+    {each_value("s += expf(t - m);")}
+    const float total = block_reduce(s, partials, Sum());"""
         body = {
-            "softmax": f"""float m = __int_as_float(0xff800000);
-    {each_value("m = fmaxf(m, t);")}
-    m = block_reduce(m, partials, Max());
-    float s = 0.0f;
-    {each_value("s += expf(t - m);")}
-    const float inv = 1.0f / block_reduce(s, partials, Sum());
+            "softmax": f"""{max_and_sum}
+    const float inv = 1.0f / total;
     {each_value("st(yr + c, expf(t - m) * inv);")}""",
-            "log_softmax": f"""float m = __int_as_float(0xff800000);
-    {each_value("m = fmaxf(m, t);")}
-    m = block_reduce(m, partials, Max());
-    float s = 0.0f;
-    {each_value("s += expf(t - m);")}
-    const float lse = m + logf(block_reduce(s, partials, Sum()));
+            "log_softmax": f"""{max_and_sum}
+    const float lse = m + logf(total);
     {each_value("st(yr + c, t - lse);")}""",
             "rms_norm": f"""float s = 0.0f;
     {each_value("s += t * t;")}

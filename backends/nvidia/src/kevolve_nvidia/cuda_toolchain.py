@@ -22,7 +22,7 @@ from kevolve import diagnosis as d
 from kevolve.backend.toolchain import BuildResult, Toolchain
 from kevolve.errors import CompileError
 
-from kevolve_nvidia.resources import blocks_per_sm
+from kevolve_nvidia.resources import occupancy
 
 if TYPE_CHECKING:
     from kevolve.problems.problem import Problem
@@ -136,17 +136,11 @@ def resources(report: dict[str, dict[str, int]], code: str, facts: MachineFacts)
                "kernels": float(len(report))}
     bounds = {name: int(threads) for threads, name in _BOUNDS.findall(code)}
     gpu = facts.extra.get("gpu", {})
-    occupancies = []
-    for name, entry in report.items():
-        if name in bounds and gpu:
-            warps = max(1, -(-bounds[name] // 32))
-            limits = blocks_per_sm(entry["registers"], warps, entry["shared"], gpu)
-            occupancies.append((min(limits.values()) * warps / gpu["max_warps_per_sm"], warps, limits))
-    if occupancies:
-        occupancy, warps, limits = min(occupancies, key=lambda o: o[0])
-        summary.update({d.OCCUPANCY: occupancy, "num_warps": float(warps),
-                        "programs_per_unit": float(min(limits.values())),
-                        **{f"blocks_per_sm_by_{name}": float(value) for name, value in limits.items()}})
+    declared = [(max(1, -(-bounds[name] // 32)), entry) for name, entry in report.items() if name in bounds]
+    if gpu and declared:
+        worst = min(({"num_warps": float(warps), **occupancy(entry["registers"], warps, entry["shared"], gpu)}
+                     for warps, entry in declared), key=lambda counts: counts[d.OCCUPANCY])
+        summary.update(worst)
     return summary
 
 

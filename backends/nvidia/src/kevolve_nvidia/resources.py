@@ -62,6 +62,14 @@ def blocks_per_sm(registers: int, num_warps: int, shared: int, gpu: dict[str, An
             "warps": gpu["max_warps_per_sm"] // num_warps, "blocks": gpu["max_blocks_per_sm"]}
 
 
+def occupancy(registers: int, num_warps: int, shared: int, gpu: dict[str, Any]) -> dict[str, float]:
+    """The theoretical occupancy of blocks of ``num_warps`` warps, the blocks per SM, and each limit's count."""
+    limits = blocks_per_sm(registers, num_warps, shared, gpu)
+    blocks = min(limits.values())
+    return {d.OCCUPANCY: blocks * num_warps / gpu["max_warps_per_sm"], "programs_per_unit": float(blocks),
+            **{f"blocks_per_sm_by_{name}": float(value) for name, value in limits.items()}}
+
+
 def read_resources(compiled: Any, facts: MachineFacts) -> dict[str, float]:
     gpu = facts.extra["gpu"]
     usage = cubin_usage(compiled.asm["cubin"])
@@ -70,12 +78,8 @@ def read_resources(compiled: Any, facts: MachineFacts) -> dict[str, float]:
     if shared > gpu["shared_bytes_per_block"]:
         raise ValueError(f"needs {shared} bytes of shared memory per block; sm_{gpu['arch']} allows "
                          f"{gpu['shared_bytes_per_block']}: use smaller tiles or fewer pipeline stages (num_stages)")
-    limits = blocks_per_sm(usage["registers"], num_warps, shared, gpu)
-    blocks = min(limits.values())
     return {
         d.REGISTERS: float(usage["registers"]), d.SPILL_BYTES: float(usage["local"]),
         "stack_bytes": float(usage["stack"]), "shared_bytes": float(shared), "num_warps": float(num_warps),
-        "num_stages": float(compiled.metadata.num_stages), "programs_per_unit": float(blocks),
-        d.OCCUPANCY: blocks * num_warps / gpu["max_warps_per_sm"],
-        **{f"blocks_per_sm_by_{name}": float(value) for name, value in limits.items()},
+        "num_stages": float(compiled.metadata.num_stages), **occupancy(usage["registers"], num_warps, shared, gpu),
     }
