@@ -46,6 +46,7 @@ import torch
 from kevolve import diagnosis as d
 from kevolve.harness.baselines import COMPILE_MODES
 from kevolve.harness.pipeline import HarnessConfig
+from kevolve_nvidia.backend import PROFILER_ENV
 from report import fmt_speedup, fmt_time, search_and_time
 
 #: the last two (a 16K-token batch at a 4096 hidden size, 128-256 MiB per tensor, more than L2 holds) added
@@ -134,7 +135,7 @@ def run_case(job: tuple) -> dict | None:
     if time.time() > deadline:
         print(f"deadline: skipped {op} {dims} {dtype}", flush=True)
         return None
-    os.environ["KEVOLVE_NVIDIA_PROFILER"] = profiler
+    os.environ[PROFILER_ENV] = profiler
     with tempfile.TemporaryDirectory() as tmp:
         row = search_and_time(op, target, budget, Path(tmp) / "store.sqlite", HarnessConfig(repeats=21, timeout_s=600),
                               dims=dims, dtype=dtype)
@@ -418,14 +419,21 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
 
 
 def load_kernel_file(source: str, tmp: Path, name: str):
-    """Write a kernel file under ``tmp`` and import its launcher ``kernel``."""
+    """Write a kernel file under ``tmp`` and import its launcher ``kernel``; a CUDA C++ file's launcher runs on
+    PyTorch's current stream, as the NVIDIA runner runs it (else graph capture on a side stream fails)."""
     import importlib.util
+
+    from kevolve.api import PYTHON_LANGUAGES
 
     path = tmp / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if PYTHON_LANGUAGES["cuda"] in source:
+        from kevolve_nvidia.cuda_stream import on_torch_stream
+
+        return on_torch_stream(module.kernel)
     return module.kernel
 
 

@@ -135,3 +135,17 @@ def test_proton_kernel_times_and_the_verdict_they_feed(monkeypatch, tmp_path):
     assert "Proton: 2 launches per call, kernels 14.0 us of the 20.0 us call, _jagged_copy 75%" in summary
     fake.finalize = lambda session: None  # no output: the roofline alone, with the reason
     assert "profiler_error" in proton.ProtonProfiler().profile(request)
+
+
+def test_the_profiler_chosen_after_workers_started_reaches_the_next_ones(monkeypatch):
+    """Workers fork from a process started once per worker environment: the choice has to be part of it."""
+    from kevolve.plugins import get_manager
+    from kevolve_nvidia.backend import PROFILER_ENV
+
+    registered = get_manager().target("nvidia_h100")
+    monkeypatch.delenv(PROFILER_ENV, raising=False)
+    default = registered.backend.worker_env(registered.spec)
+    monkeypatch.setenv(PROFILER_ENV, "roofline")
+    chosen = registered.backend.worker_env(registered.spec)
+    assert PROFILER_ENV not in default and chosen == {**default, PROFILER_ENV: "roofline"}
+    assert registered.backend.profiler(registered.spec).name == "roofline"

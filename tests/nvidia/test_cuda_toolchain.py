@@ -21,8 +21,10 @@ from kevolve.harness.scan import forbidden_uses  # noqa: E402
 from kevolve.plugins import get_manager  # noqa: E402
 from kevolve.synthesis.expr import POINTWISE  # noqa: E402
 from kevolve_nvidia import cuda_toolchain  # noqa: E402
+from kevolve_nvidia.backend import PROFILER_ENV  # noqa: E402
 from kevolve_nvidia.cuda_recipes import CudaPointwise, CudaRows  # noqa: E402
 from kevolve_nvidia.cuda_toolchain import FORBIDDEN, cuda_version  # noqa: E402
+from kevolve_nvidia.ncu import DRAM_BYTES, find_ncu  # noqa: E402
 from kevolve_nvidia.resources import blocks_per_sm  # noqa: E402
 
 if cuda_version() == "none":
@@ -46,11 +48,13 @@ def test_pointwise_kernels_compile_without_spills(target, dtype, tmp_path):
     recipe = CudaPointwise()
     for op in POINTWISE:
         problem = resolve_problem(op, {"n": 1 << 20}, dtype, None)
-        for params in ({"THREADS": 256, "ITEMS": 4}, {"THREADS": 1024, "ITEMS": 8}):
+        for params in ({"THREADS": 256, "ITEMS": 4, "VEC": 4}, {"THREADS": 1024, "ITEMS": 8, "VEC": 1}):
             build = chain.build(recipe.render(problem, params), tmp_path / f"{op}{params['THREADS']}", problem)
             r = build.resources
             assert forbidden_uses(recipe.render(problem, params), FORBIDDEN) == []
-            assert r["kernels"] == 1 and 4 <= r[d.REGISTERS] <= 64 and r[d.SPILL_BYTES] == 0, (op, r)
+            # with VEC > 1 the file also carries the one-value kernel for calls the vector one cannot take
+            assert r["kernels"] == (2 if params["VEC"] > 1 else 1), (op, r)
+            assert 4 <= r[d.REGISTERS] <= 64 and r[d.SPILL_BYTES] == 0, (op, r)
             # 1024-thread blocks: 32 warps, two blocks fill an SM's 64 warp slots when registers allow
             assert r["num_warps"] == params["THREADS"] // 32
             assert 0 < r[d.OCCUPANCY] <= 1
@@ -60,7 +64,7 @@ def test_pointwise_kernels_compile_without_spills(target, dtype, tmp_path):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_row_kernels_compile_at_every_width_and_the_check_shapes(dtype, tmp_path):
     """Every row op at narrow, middle and wide rows (registers only, registers plus a second read) compiles
-    for sm_90 with the block size it declares; the default keeps 8 values per thread in registers."""
+    for sm_90 with the block size it declares; the default moves 16 bytes per access."""
     chain, _ = toolchain("nvidia_h100")
     recipe = CudaRows()
     facts = get_manager().target("nvidia_h100").spec.facts
@@ -68,7 +72,8 @@ def test_row_kernels_compile_at_every_width_and_the_check_shapes(dtype, tmp_path
         for cols in (64, 1031, 4096):
             problem = resolve_problem(op, {"rows": 256, "cols": cols}, dtype, None)
             params = recipe.space(problem, facts).default()
-            assert params["THREADS"] * params["ITEMS"] >= cols and params["ITEMS"] <= 16
+            assert params["THREADS"] * params["ITEMS"] * params["VEC"] >= cols and params["ITEMS"] <= 16
+            assert params["VEC"] * problem.dtype.itemsize == 16  # 16-byte accesses by default
             source = recipe.render(problem, params)
             assert forbidden_uses(source, FORBIDDEN) == []
             r = chain.build(source, tmp_path / f"{op}{cols}", problem).resources
@@ -138,7 +143,8 @@ def test_files_that_do_not_follow_the_contract_are_told_what_to_change(source, w
 ])
 def test_scan_keeps_cupy_to_compiling_and_launching(snippet):
     recipe = CudaPointwise()
-    source = recipe.render(resolve_problem("relu", {"n": 1024}, "float32", None), {"THREADS": 256, "ITEMS": 1})
+    source = recipe.render(resolve_problem("relu", {"n": 1024}, "float32", None),
+                           {"THREADS": 256, "ITEMS": 1, "VEC": 4})
     assert forbidden_uses(source, FORBIDDEN) == []
     assert forbidden_uses(source + "\n" + snippet + "\n", FORBIDDEN), snippet
 
@@ -167,7 +173,7 @@ def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_pa
 
     problem = resolve_problem("relu", {"n": 4096}, "float32", None)
     path = tmp_path / "relu_cuda.py"
-    path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 2}))
+    path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 2, "VEC": 4}))
     result = evaluate(path, "relu", target="nvidia_h100", dims={"n": 4096}, dtype="float32",
                       harness=HarnessConfig(timeout_s=120, workdir=str(tmp_path / "builds")))
     assert result.language == "cuda" and result.to_json()["resources"][d.REGISTERS] > 0
@@ -178,15 +184,22 @@ def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_pa
     assert "resources: " in printed and "registers_per_thread" in printed and "occupancy 1" in printed
 
 
+@pytest.fixture
+def roofline_profiler(monkeypatch):
+    """These tests are about correctness: Nsight Compute would profile each evaluation in a process of its own
+    (tens of seconds each); test_ncu_profiles_a_cuda_kernel covers it once."""
+    monkeypatch.setenv(PROFILER_ENV, "roofline")
+
+
 @pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_pointwise_kernels_pass_the_harness_on_the_gpu(dtype, tmp_path):
+def test_pointwise_kernels_pass_the_harness_on_the_gpu(dtype, tmp_path, roofline_profiler):
     """The harness's full check (awkward shapes, fresh inputs, poisoned outputs) and timing, per op."""
     target = "nvidia_a100" if get_manager().target("nvidia_h100").backend.gpu_here() == "sm_80" else "nvidia_h100"
     for op in POINTWISE:
         problem = resolve_problem(op, {"n": 1 << 22}, dtype, None)
         path = tmp_path / f"{op}.py"
-        path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 4}))
+        path.write_text(CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 4, "VEC": 4}))
         result = evaluate(path, op, target=target, dims={"n": 1 << 22}, dtype=dtype,
                           harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
         assert result.evaluation.status == ev.OK, (op, result.evaluation.reason)
@@ -195,11 +208,12 @@ def test_pointwise_kernels_pass_the_harness_on_the_gpu(dtype, tmp_path):
 @pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("op", CudaRows.OPS)
-def test_row_kernels_pass_the_harness_on_the_gpu(op, dtype, tmp_path):
+def test_row_kernels_pass_the_harness_on_the_gpu(op, dtype, tmp_path, roofline_profiler):
     """Each row op at its timing shape and the catalog's check shapes (1 column, 1031 columns: past the
-    registers of a small block), registers-only and re-reading schedules."""
+    registers of a small block), registers-only and re-reading schedules, vector and one-value kernels."""
     target = "nvidia_a100" if get_manager().target("nvidia_h100").backend.gpu_here() == "sm_80" else "nvidia_h100"
-    for cols, params in ((4096, None), (4096, {"THREADS": 128, "ITEMS": 4}), (256, {"THREADS": 32, "ITEMS": 1})):
+    for cols, params in ((4096, None), (4096, {"THREADS": 128, "ITEMS": 4, "VEC": 4}),
+                         (256, {"THREADS": 32, "ITEMS": 1, "VEC": 4})):
         problem = resolve_problem(op, {"rows": 2048, "cols": cols}, dtype, None)
         params = params or CudaRows().space(problem, get_manager().target(target).spec.facts).default()
         path = tmp_path / f"{op}{cols}{params['THREADS']}.py"
@@ -209,6 +223,25 @@ def test_row_kernels_pass_the_harness_on_the_gpu(op, dtype, tmp_path):
         assert result.evaluation.status == ev.OK, (op, cols, params, result.evaluation.reason)
 
 
+@pytest.mark.skipif(not gpu_here() or find_ncu() is None, reason="needs an NVIDIA GPU and Nsight Compute")
+def test_ncu_profiles_a_cuda_kernel(tmp_path, monkeypatch):
+    """The profiler's child process rebuilds a CUDA C++ call (not only a Triton one) and reads its counters."""
+    monkeypatch.setenv(PROFILER_ENV, "ncu")
+    problem = resolve_problem("rms_norm", {"rows": 4096, "cols": 4096}, "bfloat16", None)
+    path = tmp_path / "rms_norm.py"
+    path.write_text(CudaRows().render(problem, {"THREADS": 512, "ITEMS": 8, "VEC": 4}))
+    result = evaluate(path, "rms_norm", target="nvidia_h100", dims={"rows": 4096, "cols": 4096}, dtype="bfloat16",
+                      harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
+    diagnosis = result.evaluation.diagnosis
+    assert result.evaluation.status == ev.OK and diagnosis.source == "ncu", result.evaluation.reason
+    assert "profiler_error" not in diagnosis.metrics, diagnosis.metrics.get("profiler_error")
+    # the counters are the kernel's: its registers as ptxas counted them, and it moved tens of MB (not all:
+    # after the warm-up call part of the input is still in L2)
+    # (the report's registers are the file's worst kernel: the vector kernel ran, the scalar one may use more)
+    assert 0 < diagnosis.metrics[d.REGISTERS] <= result.evaluation.resources[d.REGISTERS], diagnosis.metrics
+    assert diagnosis.metrics[DRAM_BYTES] > 2 * 4096 * 4096 * 2 / 4, diagnosis.metrics
+
+
 @pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
 def test_a_cuda_kernel_follows_pytorchs_stream_into_a_cuda_graph():
     """Captured on a side stream: a launch on any other stream than PyTorch's would break the capture."""
@@ -216,7 +249,8 @@ def test_a_cuda_kernel_follows_pytorchs_stream_into_a_cuda_graph():
     from kevolve.api import load_kernel
 
     problem = resolve_problem("relu", {"n": 1 << 20}, "float32", None)
-    op = load_kernel(problem, "nvidia_h100", CudaPointwise().render(problem, {"THREADS": 256, "ITEMS": 4}), "cuda")
+    params = {"THREADS": 256, "ITEMS": 4, "VEC": 4}
+    op = load_kernel(problem, "nvidia_h100", CudaPointwise().render(problem, params), "cuda")
     x = torch.randn(1 << 20, device="cuda")
     op(x)
     torch.cuda.synchronize()
@@ -228,3 +262,27 @@ def test_a_cuda_kernel_follows_pytorchs_stream_into_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(y, torch.relu(x))
+
+
+@pytest.mark.skipif(not gpu_here(), reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize("op", ["relu", "rms_norm"])
+def test_calls_the_vector_kernel_cannot_take_run_the_one_value_kernel(op):
+    """A tensor that starts off a 16-byte boundary (a view at an odd offset) or a size that is no multiple of
+    the vector: the launcher takes the file's one-value kernel, and the results are still right."""
+    import torch
+    from kevolve.api import load_kernel
+
+    dims = {"n": 4096} if op == "relu" else {"rows": 8, "cols": 512}
+    problem = resolve_problem(op, dims, "bfloat16", None)
+    recipe = CudaPointwise() if op == "relu" else CudaRows()
+    params = recipe.space(problem, get_manager().target("nvidia_h100").spec.facts).default()
+    kernel = load_kernel(problem, "nvidia_h100", recipe.render(problem, params), "cuda")
+    inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
+    base = torch.zeros(inputs[0].numel() + 1, dtype=inputs[0].dtype, device="cuda")
+    shifted = base[1:].view_as(inputs[0])
+    shifted.copy_(inputs[0])
+    assert shifted.data_ptr() % 16 != 0
+    for args in ([shifted, *inputs[1:]], [inputs[0][..., :-1].contiguous(), *(t[:-1] for t in inputs[1:])]):
+        expected = problem.reference(args)[0]
+        tol = problem.tolerance(problem.dtype)
+        torch.testing.assert_close(kernel(*args), expected, rtol=tol.rtol, atol=tol.atol)

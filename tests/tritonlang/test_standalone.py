@@ -57,7 +57,7 @@ def test_cuda_kernels_export_with_the_stream_wrapper_and_import_without_kevolve(
     package = tmp_path / "exported"
     package.mkdir()
     files = registered.backend.write_standalone(registered.spec, CudaPointwise().render(
-        problem, {"THREADS": 256, "ITEMS": 1}), "cuda", package)
+        problem, {"THREADS": 256, "ITEMS": 1, "VEC": 4}), "cuda", package)
     assert sorted(files) == ["__init__.py", "cuda_stream.py", "kernel.py"]
     assert "cupy-cuda12x" in (package / "__init__.py").read_text()
     check = ("import sys; sys.path.insert(0, sys.argv[1]); sys.modules['kevolve'] = None; "

@@ -18,6 +18,8 @@ from kevolve.target import MachineFacts, TargetSpec
 from kevolve_triton.backend import TritonBackend, load_specs
 
 SPECS = ("nvidia_h100", "nvidia_h200", "nvidia_a100")
+#: the environment variable that chooses the profiler (``NvidiaBackend.profiler``)
+PROFILER_ENV = "KEVOLVE_NVIDIA_PROFILER"
 
 
 def nvidia_specs() -> list[TargetSpec]:
@@ -75,6 +77,12 @@ class NvidiaBackend(TritonBackend):
                              {"cuda_stream.py": stream}, "from .cuda_stream import on_torch_stream\n"
                              "from .kernel import kernel as _launch\n\nkernel = on_torch_stream(_launch)")
 
+    def worker_env(self, target: TargetSpec) -> dict[str, str]:
+        """With the profiler choice: workers fork from a process started once per environment, so a choice
+        made after the first evaluation would otherwise never reach them."""
+        chosen = os.environ.get(PROFILER_ENV)
+        return {**super().worker_env(target), **({PROFILER_ENV: chosen} if chosen else {})}
+
     def profiler(self, target: TargetSpec) -> Profiler:
         """``KEVOLVE_NVIDIA_PROFILER``: "ncu" (default; hardware counters), "proton" (Triton's Proton: each
         launch's device time, lighter) or "roofline" (timing alone); an unavailable choice falls back to the
@@ -83,7 +91,7 @@ class NvidiaBackend(TritonBackend):
 
         from kevolve_nvidia.ncu import NcuProfiler
 
-        wanted = os.environ.get("KEVOLVE_NVIDIA_PROFILER", "ncu")
+        wanted = os.environ.get(PROFILER_ENV, "ncu")
         chosen = {"ncu": NcuProfiler, "proton": ProtonProfiler}.get(wanted, RooflineProfiler)()
         return chosen if chosen.available()[0] else RooflineProfiler()
 

@@ -30,9 +30,17 @@ __device__ __forceinline__ unsigned short bf16_store(float f) {{
 }}
 __device__ __forceinline__ float ld(float v) {{ return v; }}
 __device__ __forceinline__ float ld(unsigned short v) {{ return bf16_load(v); }}
-__device__ __forceinline__ void st(float* p, float v) {{ *p = v; }}
-__device__ __forceinline__ void st(unsigned short* p, float v) {{ *p = bf16_store(v); }}
+__device__ __forceinline__ void put(float& d, float v) {{ d = v; }}
+__device__ __forceinline__ void put(unsigned short& d, float v) {{ d = bf16_store(v); }}
+
+// N neighbouring values moved as one access (16 bytes: one ld.global.v4 per thread, the widest there is)
+template <int N> struct alignas(N * sizeof(st_t)) pack {{ st_t e[N]; }};
+template <int N> __device__ __forceinline__ pack<N> load(const st_t* p) {{ return *reinterpret_cast<const pack<N>*>(p); }}
+template <int N> __device__ __forceinline__ void store(st_t* p, const pack<N>& v) {{ *reinterpret_cast<pack<N>*>(p) = v; }}
 """
+
+#: the widest access a thread makes, in bytes
+WIDEST_ACCESS = 16
 
 _SPELLINGS = {"exp": "expf({})", "log": "logf({})", "erf": "erff({})", "tanh": "tanhf({})", "sqrt": "sqrtf({})",
               "rsqrt": "rsqrtf({})", "abs": "fabsf({})", "neg": "(-{})",
@@ -77,8 +85,34 @@ _module = cupy.RawModule(code=SOURCE, options=OPTIONS)
 '''
 
 
+def vec_param(problem: Problem) -> Param:
+    """Values a thread moves in one access: up to 16 bytes (4 float32, 8 bfloat16), the default; a call whose
+    sizes or pointers do not allow it runs the one-value kernel the file also carries (``vec_kernels``)."""
+    widest = WIDEST_ACCESS // problem.dtype.itemsize
+    return Param("VEC", tuple(v for v in (1, 2, 4, 8) if v <= widest), {d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1},
+                 default=widest)
+
+
+def vec_kernels(name: str, vec: int, signature: str, arguments: str, threads: int, template: str) -> str:
+    """``extern "C"`` entry points of the templated body ``template<V>(arguments)``: ``name`` with ``vec`` values
+    per access and, where ``vec`` > 1, ``name_scalar`` with one (for calls the vector kernel cannot take)."""
+    widths = {vec: name, **({1: f"{name}_scalar"} if vec > 1 else {})}
+    return "\n".join(f"""extern "C" __global__ void __launch_bounds__({threads})
+{kernel}({signature}) {{ {template}<{width}>({arguments}); }}""" for width, kernel in widths.items())
+
+
+def vec_launch(name: str, vec: int, count: str) -> str:
+    """Launcher lines choosing the kernel: the vector one where ``count`` (elements per row, or all) is a
+    multiple of ``vec`` and every tensor starts on a ``vec``-value boundary, else the scalar one."""
+    if vec == 1:
+        return f'    vec, function = 1, _module.get_function("{name}")'
+    return f"""    aligned = {count} % {vec} == 0 and all(t.data_ptr() % ({vec} * t.element_size()) == 0 for t in (*inputs, out))
+    vec, function = ({vec}, _module.get_function("{name}")) if aligned else (1, _module.get_function("{name}_scalar"))"""
+
+
 class CudaPointwise(Recipe):
-    """Each thread handles ``ITEMS`` elements ``THREADS`` apart (every load of a warp is one contiguous run)."""
+    """Each thread handles ``ITEMS`` groups of ``VEC`` neighbouring elements, groups ``THREADS`` apart (every
+    access of a warp is one contiguous run); all its loads are issued before any value is used."""
 
     name = "cuda.pointwise"
     language = "cuda"
@@ -93,33 +127,48 @@ class CudaPointwise(Recipe):
                                                     d.MEMORY_BOUND: +1}, default=256),
             Param("ITEMS", (1, 2, 4, 8), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1},
                   default=4),
+            vec_param(problem),
         ])
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         names, expr = POINTWISE[problem.name]
-        threads, items = params["THREADS"], params["ITEMS"]
+        threads, items, vec = params["THREADS"], params["ITEMS"], params["VEC"]
         pointers = "".join(f"const st_t* __restrict__ {v}_ptr, " for v in names)
-        loads = " ".join(f"const float {v} = ld({v}_ptr[i]);" for v in names)
-        code = f"""extern "C" __global__ void __launch_bounds__({threads})
-kv_{problem.name}({pointers}st_t* __restrict__ out, long long n) {{
+        loads = " ".join(f"{v}_p[item] = load<V>({v}_ptr + g * V);" for v in names)
+        values = " ".join(f"const float {v} = ld({v}_p[item].e[j]);" for v in names)
+        code = f"""template <int V>
+__device__ __forceinline__ void kv_{problem.name}_body({pointers}st_t* __restrict__ out, long long n) {{
+    // group g holds elements g * V .. g * V + V - 1; n is a multiple of V where V > 1 (the launcher checks)
     const long long first = (long long)blockIdx.x * {threads * items} + threadIdx.x;
+    {" ".join(f"pack<V> {v}_p[{items}];" for v in names)}
 #pragma unroll
     for (int item = 0; item < {items}; ++item) {{
-        const long long i = first + (long long)item * {threads};
-        if (i < n) {{
-            {loads}
-            st(out + i, {cuda_expr(expr)});
+        const long long g = first + (long long)item * {threads};
+        if (g * V < n) {{ {loads} }}
+    }}
+#pragma unroll
+    for (int item = 0; item < {items}; ++item) {{
+        const long long g = first + (long long)item * {threads};
+        if (g * V < n) {{
+            pack<V> o;
+#pragma unroll
+            for (int j = 0; j < V; ++j) {{ {values} put(o.e[j], {cuda_expr(expr)}); }}
+            store<V>(out + g * V, o);
         }}
     }}
-}}"""
+}}
+
+{vec_kernels(f"kv_{problem.name}", vec, f"{pointers}st_t* __restrict__ out, long long n",
+             ", ".join([*(f"{v}_ptr" for v in names), "out", "n"]), threads, f"kv_{problem.name}_body")}"""
         launcher = f"""def kernel(inputs, outputs):
     out = outputs[0]
     n = out.numel()
     if n == 0:
         return
-    blocks = (n + {threads * items - 1}) // {threads * items}
+{vec_launch(f"kv_{problem.name}", vec, "n")}
+    blocks = (n + {threads * items} * vec - 1) // ({threads * items} * vec)
     pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
-    _module.get_function("kv_{problem.name}")((blocks,), ({threads},), (*pointers, cupy.int64(n)))"""
+    function((blocks,), ({threads},), (*pointers, cupy.int64(n)))"""
         return kernel_file(problem, params, code, launcher)
 
 
@@ -143,20 +192,44 @@ __device__ __forceinline__ float block_reduce(float v, float* partials, Op op) {
 
 
 def each_value(body: str) -> str:
-    """``body`` for every column ``c`` of this thread's row with its value ``t``: the first ``ITEMS`` from
-    registers (``v``, indexed at compile time), the rest read again from memory (rows wider than a block holds)."""
+    """``body`` for every column ``c`` of this thread's row with its value ``t``: the first ``ITEMS`` groups of
+    ``V`` from registers (``v``, indexed at compile time), the rest read again from memory (rows wider than a
+    block holds)."""
     return f"""#pragma unroll
     for (int k = 0; k < ITEMS; ++k) {{
-        const int c = threadIdx.x + k * THREADS;
-        if (c < cols) {{ const float t = v[k]; {body} }}
+        const int c0 = (threadIdx.x + k * THREADS) * V;
+        if (c0 < cols) {{
+#pragma unroll
+            for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = v[k][j]; {body} }}
+        }}
     }}
-    for (int c = threadIdx.x + ITEMS * THREADS; c < cols; c += THREADS) {{ const float t = ld(xr[c]); {body} }}"""
+    for (int c0 = (threadIdx.x + ITEMS * THREADS) * V; c0 < cols; c0 += THREADS * V) {{
+        const pack<V> p = load<V>(xr + c0);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = ld(p.e[j]); {body} }}
+    }}"""
+
+
+def each_output(value: str, operands: tuple[str, ...]) -> str:
+    """Write ``value`` (of ``t``, the column's input, and ``ld(w_p.e[j])`` for each per-column operand ``w``)
+    for every column of this thread's row, a group of ``V`` per store."""
+    body = "".join(f"const pack<V> {w}_p = load<V>({w} + c0); " for w in operands) + \
+        f"pack<V> o;\n#pragma unroll\n        for (int j = 0; j < V; ++j) {{ T; put(o.e[j], {value}); }}\n" \
+        "        store<V>(yr + c0, o);"
+    return f"""#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {{
+        const int c0 = (threadIdx.x + k * THREADS) * V;
+        if (c0 < cols) {{ {body.replace("T;", "const float t = v[k][j];")} }}
+    }}
+    for (int c0 = (threadIdx.x + ITEMS * THREADS) * V; c0 < cols; c0 += THREADS * V) {{
+        const pack<V> p = load<V>(xr + c0); {body.replace("T;", "const float t = ld(p.e[j]);")}
+    }}"""
 
 
 class CudaRows(Recipe):
-    """softmax, log_softmax, rms_norm, layer_norm over the last dim: one block per row, ``ITEMS`` values per
-    thread kept in registers (``THREADS * ITEMS`` columns; wider rows read the rest again), block reductions
-    through warp shuffles. float32 math; eps from the problem."""
+    """softmax, log_softmax, rms_norm, layer_norm over the last dim: one block per row, ``ITEMS`` groups of
+    ``VEC`` values per thread kept in registers (``THREADS * ITEMS * VEC`` columns; wider rows read the rest
+    again), block reductions through warp shuffles. float32 math; eps from the problem."""
 
     name = "cuda.rows"
     language = "cuda"
@@ -167,13 +240,15 @@ class CudaRows(Recipe):
         return problem.family in self.families and problem.name in self.OPS and problem.dtype in STORAGE
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
-        cols = int(problem.dims.get("cols", 1024))
-        threads = min(1024, max(32, next_pow2(-(-cols // 8))))  # 8 values a thread where the block allows
-        items = min(16, next_pow2(-(-cols // threads)))
+        vec = vec_param(problem)
+        groups = -(-int(problem.dims.get("cols", 1024)) // vec.default)
+        threads = min(1024, max(32, next_pow2(-(-groups // 2))))  # 2 groups a thread where the block allows
+        items = min(16, next_pow2(-(-groups // threads)))
         return ScheduleSpace([
             Param("THREADS", (32, 64, 128, 256, 512, 1024), {d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1,
                                                             d.LATENCY_BOUND: +1}, default=threads),
             Param("ITEMS", (1, 2, 4, 8, 16), {d.SPILL_BOUND: -1, d.MEMORY_BOUND: +1}, default=items),
+            vec,
         ])
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
@@ -190,45 +265,53 @@ class CudaRows(Recipe):
         body = {
             "softmax": f"""{max_and_sum}
     const float inv = 1.0f / total;
-    {each_value("st(yr + c, expf(t - m) * inv);")}""",
+    {each_output("expf(t - m) * inv", operands)}""",
             "log_softmax": f"""{max_and_sum}
     const float lse = m + logf(total);
-    {each_value("st(yr + c, t - lse);")}""",
+    {each_output("t - lse", operands)}""",
             "rms_norm": f"""float s = 0.0f;
     {each_value("s += t * t;")}
     const float r = rsqrtf(block_reduce(s, partials, Sum()) / cols + {eps});
-    {each_value("st(yr + c, t * r * ld(w[c]));")}""",
+    {each_output("t * r * ld(w_p.e[j])", operands)}""",
             "layer_norm": f"""float s = 0.0f;
     {each_value("s += t;")}
     const float mean = block_reduce(s, partials, Sum()) / cols;
     float q = 0.0f;
     {each_value("const float e = t - mean; q += e * e;")}
     const float r = rsqrtf(block_reduce(q, partials, Sum()) / cols + {eps});
-    {each_value("st(yr + c, (t - mean) * r * ld(w[c]) + ld(b[c]));")}""",
+    {each_output("(t - mean) * r * ld(w_p.e[j]) + ld(b_p.e[j])", operands)}""",
         }[op]
+        signature = f"const st_t* __restrict__ x, {pointers}st_t* __restrict__ out, int cols"
         code = f"""#define THREADS {params["THREADS"]}
 #define ITEMS {params["ITEMS"]}
 {REDUCE}
-extern "C" __global__ void __launch_bounds__({params["THREADS"]})
-kv_{op}(const st_t* __restrict__ x, {pointers}st_t* __restrict__ out, int cols) {{
+template <int V>
+__device__ __forceinline__ void kv_{op}_body({signature}) {{
+    // cols is a multiple of V where V > 1 (the launcher checks): groups are whole
     __shared__ float partials[THREADS / 32];
     const st_t* xr = x + (long long)blockIdx.x * cols;
     st_t* yr = out + (long long)blockIdx.x * cols;
-    float v[ITEMS];
+    float v[ITEMS][V];
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {{
-        const int c = threadIdx.x + k * THREADS;
-        v[k] = c < cols ? ld(xr[c]) : 0.0f;
+        const int c0 = (threadIdx.x + k * THREADS) * V;
+        const pack<V> p = c0 < cols ? load<V>(xr + c0) : pack<V>{{}};
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[k][j] = ld(p.e[j]);
     }}
     {body}
-}}"""
+}}
+
+{vec_kernels(f"kv_{op}", params["VEC"], signature, ", ".join(["x", *operands, "out", "cols"]),
+             params["THREADS"], f"kv_{op}_body")}"""
         launcher = f"""def kernel(inputs, outputs):
     out = outputs[0]
     cols = out.shape[-1] if out.dim() else 1
     if out.numel() == 0:
         return
+{vec_launch(f"kv_{op}", params["VEC"], "cols")}
     pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
-    _module.get_function("kv_{op}")((out.numel() // cols,), ({params["THREADS"]},), (*pointers, cupy.int32(cols)))"""
+    function((out.numel() // cols,), ({params["THREADS"]},), (*pointers, cupy.int32(cols)))"""
         return kernel_file(problem, params, code, launcher)
 
 

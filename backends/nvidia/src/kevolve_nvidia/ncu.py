@@ -93,7 +93,8 @@ class NcuProfiler(Profiler):
         metrics = roofline_metrics(request)
         workdir = Path(request.artifact).parent
         task = workdir / "ncu_task.json"
-        task.write_text(json.dumps({"artifact": request.artifact, "problem": request.problem_spec,
+        task.write_text(json.dumps({"artifact": request.artifact, "language": request.language or "triton",
+                                    "problem": request.problem_spec,
                                     "bootstrap": request.bootstrap}, default=str))
         command = [find_ncu(), "--csv", "--print-units", "base", "--clock-control", "none",
                    "--metrics", ",".join(METRICS), "--nvtx", "--nvtx-include", "kevolve/", sys.executable, "-m", "kevolve_nvidia.ncu_target", str(task)]

@@ -16,14 +16,15 @@ def main(path: str) -> int:
     from kevolve.backend.toolchain import BuildResult
     from kevolve.plugins import adopt_bootstrap
     from kevolve.problems.problem import problem_from_spec
-    from kevolve_triton.runner import TritonGpuRunner
+
+    from kevolve_nvidia.cuda_runner import NvidiaGpuRunner
 
     task = json.loads(Path(path).read_text())
     adopt_bootstrap(task["bootstrap"])
     problem = problem_from_spec(task["problem"])
     inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
     outputs = [torch.empty(shape, dtype=dtype, device="cuda") for shape, dtype in problem.output_specs(inputs)]
-    kernel = TritonGpuRunner().load(BuildResult(language="triton", artifact=task["artifact"]))
+    kernel = NvidiaGpuRunner().load(BuildResult(language=task["language"], artifact=task["artifact"]))
     kernel(inputs, outputs)
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_push("kevolve")

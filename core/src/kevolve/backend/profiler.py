@@ -31,6 +31,8 @@ class ProfileRequest:
     #: the runner evicted the caches before each timed call: judge bandwidth against the outermost memory
     cold_cache: bool = False
     artifact: str = ""
+    #: the artifact's language (one target may build several, each loaded its own way)
+    language: str = ""
     problem_spec: dict[str, Any] = field(default_factory=dict)
     bootstrap: dict[str, Any] = field(default_factory=dict)
 

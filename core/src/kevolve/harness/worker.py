@@ -235,6 +235,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
                                      bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
                                      resources=build.resources, cold_cache=runner.cold_cache, artifact=build.artifact,
+                                     language=build.language,
                                      problem_spec=task["problem"],
                                      bootstrap=task["bootstrap"])
             profiler = backend.profiler(spec)
