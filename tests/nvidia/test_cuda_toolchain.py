@@ -64,7 +64,8 @@ def test_pointwise_kernels_compile_without_spills(target, dtype, tmp_path):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_row_kernels_compile_at_every_width_and_the_check_shapes(dtype, tmp_path):
     """Every row op at narrow, middle and wide rows (registers only, registers plus a second read) compiles
-    for sm_90 with the block size it declares; the default moves 16 bytes per access."""
+    for sm_90 with the block size it declares; the default moves 16 bytes per access and puts several narrow
+    rows in a block."""
     chain, _ = toolchain("nvidia_h100")
     recipe = CudaRows()
     facts = get_manager().target("nvidia_h100").spec.facts
@@ -72,13 +73,15 @@ def test_row_kernels_compile_at_every_width_and_the_check_shapes(dtype, tmp_path
         for cols in (64, 1031, 4096):
             problem = resolve_problem(op, {"rows": 256, "cols": cols}, dtype, None)
             params = recipe.space(problem, facts).default()
-            assert params["THREADS"] * params["ITEMS"] * params["VEC"] >= cols and params["ITEMS"] <= 16
+            per_row = params["THREADS"] // params["ROWS"]
+            assert per_row * params["ITEMS"] * params["VEC"] >= cols and params["ITEMS"] <= 16
             assert params["VEC"] * problem.dtype.itemsize == 16  # 16-byte accesses by default
             source = recipe.render(problem, params)
             assert forbidden_uses(source, FORBIDDEN) == []
             r = chain.build(source, tmp_path / f"{op}{cols}", problem).resources
             assert r["num_warps"] == max(1, params["THREADS"] // 32) and r[d.SPILL_BYTES] <= 16, (op, cols, r)
-            assert r["shared_bytes"] == 4 * max(1, params["THREADS"] // 32)
+            # a row on a lane group reduces by shuffles alone: no shared memory
+            assert r["shared_bytes"] == (4 * max(1, params["THREADS"] // 32) if params["ROWS"] == 1 else 0)
 
 
 def test_ptxas_report_gives_stack_shared_memory_and_occupancy(tmp_path):
@@ -212,11 +215,11 @@ def test_row_kernels_pass_the_harness_on_the_gpu(op, dtype, tmp_path, roofline_p
     """Each row op at its timing shape and the catalog's check shapes (1 column, 1031 columns: past the
     registers of a small block), registers-only and re-reading schedules, vector and one-value kernels."""
     target = "nvidia_a100" if get_manager().target("nvidia_h100").backend.gpu_here() == "sm_80" else "nvidia_h100"
-    for cols, params in ((4096, None), (4096, {"THREADS": 128, "ITEMS": 4, "VEC": 4}),
-                         (256, {"THREADS": 32, "ITEMS": 1, "VEC": 4})):
+    for cols, params in ((4096, None), (4096, {"THREADS": 128, "ITEMS": 4, "VEC": 4, "ROWS": 1}),
+                         (256, None), (256, {"THREADS": 128, "ITEMS": 1, "VEC": 4, "ROWS": 8})):
         problem = resolve_problem(op, {"rows": 2048, "cols": cols}, dtype, None)
         params = params or CudaRows().space(problem, get_manager().target(target).spec.facts).default()
-        path = tmp_path / f"{op}{cols}{params['THREADS']}.py"
+        path = tmp_path / f"{op}{cols}{params['THREADS']}{params['ROWS']}.py"
         path.write_text(CudaRows().render(problem, params))
         result = evaluate(path, op, target=target, dims={"rows": 2048, "cols": cols}, dtype=dtype,
                           harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
@@ -229,7 +232,7 @@ def test_ncu_profiles_a_cuda_kernel(tmp_path, monkeypatch):
     monkeypatch.setenv(PROFILER_ENV, "ncu")
     problem = resolve_problem("rms_norm", {"rows": 4096, "cols": 4096}, "bfloat16", None)
     path = tmp_path / "rms_norm.py"
-    path.write_text(CudaRows().render(problem, {"THREADS": 512, "ITEMS": 8, "VEC": 4}))
+    path.write_text(CudaRows().render(problem, {"THREADS": 512, "ITEMS": 8, "VEC": 4, "ROWS": 1}))
     result = evaluate(path, "rms_norm", target="nvidia_h100", dims={"rows": 4096, "cols": 4096}, dtype="bfloat16",
                       harness=HarnessConfig(timeout_s=300, workdir=str(tmp_path / "builds")))
     diagnosis = result.evaluation.diagnosis

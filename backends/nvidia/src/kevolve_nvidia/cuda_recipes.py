@@ -172,9 +172,9 @@ __device__ __forceinline__ void kv_{problem.name}_body({pointers}st_t* __restric
         return kernel_file(problem, params, code, launcher)
 
 
-#: block-wide reductions (sum, max): each warp reduces with shuffles, then every thread combines the warps'
-#: partials from shared memory (no second round, no broadcast); the sync before the write protects the partials
-#: of the previous reduction that other threads may still be reading
+#: reductions over a row's threads (sum, max). Block-wide: each warp reduces with shuffles, then every thread
+#: combines the warps' partials from shared memory (no second round, no broadcast); the sync before the write
+#: protects the partials of the previous reduction that other threads may still be reading
 REDUCE = r"""struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
 struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
 
@@ -188,6 +188,14 @@ __device__ __forceinline__ float block_reduce(float v, float* partials, Op op) {
     for (int i = 1; i < THREADS / 32; ++i) all = op(all, partials[i]);
     return all;
 }
+
+// over the TPR threads of one row: the whole block, or (TPR <= 32) a lane group of one warp, by shuffles alone
+template <typename Op>
+__device__ __forceinline__ float row_reduce(float v, float* partials, Op op) {
+    if (ROWS == 1) return block_reduce(v, partials, op);
+    for (int o = TPR / 2; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
 """
 
 
@@ -197,13 +205,13 @@ def each_value(body: str) -> str:
     block holds)."""
     return f"""#pragma unroll
     for (int k = 0; k < ITEMS; ++k) {{
-        const int c0 = (threadIdx.x + k * THREADS) * V;
-        if (c0 < cols) {{
+        const int c0 = (lane + k * TPR) * V;
+        if (c0 < ncols) {{
 #pragma unroll
             for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = v[k][j]; {body} }}
         }}
     }}
-    for (int c0 = (threadIdx.x + ITEMS * THREADS) * V; c0 < cols; c0 += THREADS * V) {{
+    for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
         const pack<V> p = load<V>(xr + c0);
 #pragma unroll
         for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = ld(p.e[j]); {body} }}
@@ -218,18 +226,19 @@ def each_output(value: str, operands: tuple[str, ...]) -> str:
         "        store<V>(yr + c0, o);"
     return f"""#pragma unroll
     for (int k = 0; k < ITEMS; ++k) {{
-        const int c0 = (threadIdx.x + k * THREADS) * V;
-        if (c0 < cols) {{ {body.replace("T;", "const float t = v[k][j];")} }}
+        const int c0 = (lane + k * TPR) * V;
+        if (c0 < ncols) {{ {body.replace("T;", "const float t = v[k][j];")} }}
     }}
-    for (int c0 = (threadIdx.x + ITEMS * THREADS) * V; c0 < cols; c0 += THREADS * V) {{
+    for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
         const pack<V> p = load<V>(xr + c0); {body.replace("T;", "const float t = ld(p.e[j]);")}
     }}"""
 
 
 class CudaRows(Recipe):
-    """softmax, log_softmax, rms_norm, layer_norm over the last dim: one block per row, ``ITEMS`` groups of
-    ``VEC`` values per thread kept in registers (``THREADS * ITEMS * VEC`` columns; wider rows read the rest
-    again), block reductions through warp shuffles. float32 math; eps from the problem."""
+    """softmax, log_softmax, rms_norm, layer_norm over the last dim: ``ROWS`` rows per block, each on
+    ``TPR = THREADS / ROWS`` threads holding ``ITEMS`` groups of ``VEC`` values in registers (``TPR * ITEMS * VEC``
+    columns; wider rows read the rest again); reductions through warp shuffles, across the block's warps where a
+    row has the whole block. float32 math; eps from the problem."""
 
     name = "cuda.rows"
     language = "cuda"
@@ -242,14 +251,20 @@ class CudaRows(Recipe):
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         vec = vec_param(problem)
         groups = -(-int(problem.dims.get("cols", 1024)) // vec.default)
-        threads = min(1024, max(32, next_pow2(-(-groups // 2))))  # 2 groups a thread where the block allows
-        items = min(16, next_pow2(-(-groups // threads)))
+        per_row = min(1024, next_pow2(-(-groups // 2)))  # threads a row, 2 groups each where the block allows
+        if per_row <= 16:  # narrow rows: a lane group of a warp per row, several rows in a 128-thread block
+            threads, rows = 128, 128 // per_row
+        else:
+            threads, rows = max(32, per_row), 1
+        items = min(16, next_pow2(-(-groups // (threads // rows))))
         return ScheduleSpace([
             Param("THREADS", (32, 64, 128, 256, 512, 1024), {d.OCCUPANCY_LIMITED: -1, d.SPILL_BOUND: -1,
                                                             d.LATENCY_BOUND: +1}, default=threads),
             Param("ITEMS", (1, 2, 4, 8, 16), {d.SPILL_BOUND: -1, d.MEMORY_BOUND: +1}, default=items),
             vec,
-        ])
+            Param("ROWS", (1, 2, 4, 8, 16, 32, 64, 128), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: +1},
+                  default=rows),
+        ], valid=lambda p: p["ROWS"] == 1 or p["THREADS"] // p["ROWS"] in (1, 2, 4, 8, 16, 32))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         op, eps = problem.name, cuda_literal(float(problem.attrs.get("eps", 0.0)))
@@ -258,10 +273,10 @@ class CudaRows(Recipe):
         # softmax and log_softmax share the row's max and the sum of exp(x - max)
         max_and_sum = f"""float m = __int_as_float(0xff800000);
     {each_value("m = fmaxf(m, t);")}
-    m = block_reduce(m, partials, Max());
+    m = row_reduce(m, partials, Max());
     float s = 0.0f;
     {each_value("s += expf(t - m);")}
-    const float total = block_reduce(s, partials, Sum());"""
+    const float total = row_reduce(s, partials, Sum());"""
         body = {
             "softmax": f"""{max_and_sum}
     const float inv = 1.0f / total;
@@ -271,38 +286,43 @@ class CudaRows(Recipe):
     {each_output("t - lse", operands)}""",
             "rms_norm": f"""float s = 0.0f;
     {each_value("s += t * t;")}
-    const float r = rsqrtf(block_reduce(s, partials, Sum()) / cols + {eps});
+    const float r = rsqrtf(row_reduce(s, partials, Sum()) / cols + {eps});
     {each_output("t * r * ld(w_p.e[j])", operands)}""",
             "layer_norm": f"""float s = 0.0f;
     {each_value("s += t;")}
-    const float mean = block_reduce(s, partials, Sum()) / cols;
+    const float mean = row_reduce(s, partials, Sum()) / cols;
     float q = 0.0f;
     {each_value("const float e = t - mean; q += e * e;")}
-    const float r = rsqrtf(block_reduce(q, partials, Sum()) / cols + {eps});
+    const float r = rsqrtf(row_reduce(q, partials, Sum()) / cols + {eps});
     {each_output("(t - mean) * r * ld(w_p.e[j]) + ld(b_p.e[j])", operands)}""",
         }[op]
-        signature = f"const st_t* __restrict__ x, {pointers}st_t* __restrict__ out, int cols"
+        signature = f"const st_t* __restrict__ x, {pointers}st_t* __restrict__ out, int rows, int cols"
         code = f"""#define THREADS {params["THREADS"]}
 #define ITEMS {params["ITEMS"]}
+#define ROWS {params["ROWS"]}
+#define TPR (THREADS / ROWS)
 {REDUCE}
 template <int V>
 __device__ __forceinline__ void kv_{op}_body({signature}) {{
-    // cols is a multiple of V where V > 1 (the launcher checks): groups are whole
+    // cols is a multiple of V where V > 1 (the launcher checks): groups are whole. Threads of a row past the
+    // last one stay (with no columns) for the shuffles their warp shares
     __shared__ float partials[THREADS / 32];
-    const st_t* xr = x + (long long)blockIdx.x * cols;
-    st_t* yr = out + (long long)blockIdx.x * cols;
+    const int mine = blockIdx.x * ROWS + threadIdx.x / TPR, row = min(mine, rows - 1), lane = threadIdx.x % TPR;
+    const int ncols = mine < rows ? cols : 0;
+    const st_t* xr = x + (long long)row * cols;
+    st_t* yr = out + (long long)row * cols;
     float v[ITEMS][V];
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {{
-        const int c0 = (threadIdx.x + k * THREADS) * V;
-        const pack<V> p = c0 < cols ? load<V>(xr + c0) : pack<V>{{}};
+        const int c0 = (lane + k * TPR) * V;
+        const pack<V> p = c0 < ncols ? load<V>(xr + c0) : pack<V>{{}};
 #pragma unroll
         for (int j = 0; j < V; ++j) v[k][j] = ld(p.e[j]);
     }}
     {body}
 }}
 
-{vec_kernels(f"kv_{op}", params["VEC"], signature, ", ".join(["x", *operands, "out", "cols"]),
+{vec_kernels(f"kv_{op}", params["VEC"], signature, ", ".join(["x", *operands, "out", "rows", "cols"]),
              params["THREADS"], f"kv_{op}_body")}"""
         launcher = f"""def kernel(inputs, outputs):
     out = outputs[0]
@@ -310,8 +330,9 @@ __device__ __forceinline__ void kv_{op}_body({signature}) {{
     if out.numel() == 0:
         return
 {vec_launch(f"kv_{op}", params["VEC"], "cols")}
+    rows = out.numel() // cols
     pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
-    function((out.numel() // cols,), ({params["THREADS"]},), (*pointers, cupy.int32(cols)))"""
+    function((-(-rows // {params["ROWS"]}),), ({params["THREADS"]},), (*pointers, cupy.int32(rows), cupy.int32(cols)))"""
         return kernel_file(problem, params, code, launcher)
 
 
