@@ -173,7 +173,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                    for r in rows)
     same_size = any("copy" in r.get("timings", {}) for r in rows)
     lines = [
-        f"# kevolve on {info['target']}: best Triton kernel vs PyTorch eager and torch.compile", "",
+        f"# kevolve on {info['target']}: best kernel (Triton or CUDA C++) vs PyTorch eager and torch.compile", "",
         f"GPU: {info['gpu']} ({info['sms']} SMs, {info['memory_gib']} GiB). Python {info['python']}, torch "
         f"{info['torch']}, triton {info['triton']}, CUDA {info['cuda']}. Date: {info['date']}.", "",
         f"Device-to-device copy measured in the same run: {copy_bps / 1e12:.2f} TB/s (bytes read + written, a "
