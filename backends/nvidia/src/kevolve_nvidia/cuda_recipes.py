@@ -199,16 +199,18 @@ __device__ __forceinline__ float row_reduce(float v, float* partials, Op op) {
 """
 
 
-def each_value(body: str) -> str:
+def each_value(body: str, keep: str = "") -> str:
     """``body`` for every column ``c`` of this thread's row with its value ``t``: the first ``ITEMS`` groups of
     ``V`` from registers (``v``, indexed at compile time), the rest read again from memory (rows wider than a
-    block holds)."""
+    block holds). With ``keep``, the registers hold that expression afterwards (a value computed once, not in
+    each pass)."""
+    kept = f" v[k][j] = {keep};" if keep else ""
     return f"""#pragma unroll
     for (int k = 0; k < ITEMS; ++k) {{
         const int c0 = (lane + k * TPR) * V;
         if (c0 < ncols) {{
 #pragma unroll
-            for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = v[k][j]; {body} }}
+            for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = v[k][j]; {body}{kept} }}
         }}
     }}
     for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
@@ -218,9 +220,10 @@ def each_value(body: str) -> str:
     }}"""
 
 
-def each_output(value: str, operands: tuple[str, ...]) -> str:
-    """Write ``value`` (of ``t``, the column's input, and ``ld(w_p.e[j])`` for each per-column operand ``w``)
-    for every column of this thread's row, a group of ``V`` per store."""
+def each_output(value: str, operands: tuple[str, ...], again: str = "ld(p.e[j])") -> str:
+    """Write ``value`` (of ``t``, what the registers hold for the column, and ``ld(w_p.e[j])`` for each per-column
+    operand ``w``) for every column of this thread's row, a group of ``V`` per store; columns read again from
+    memory get ``t`` from ``again`` (the input ``ld(p.e[j])``, or what an earlier pass kept in the registers)."""
     body = "".join(f"const pack<V> {w}_p = load<V>({w} + c0); " for w in operands) + \
         f"pack<V> o;\n#pragma unroll\n        for (int j = 0; j < V; ++j) {{ T; put(o.e[j], {value}); }}\n" \
         "        store<V>(yr + c0, o);"
@@ -230,7 +233,7 @@ def each_output(value: str, operands: tuple[str, ...]) -> str:
         if (c0 < ncols) {{ {body.replace("T;", "const float t = v[k][j];")} }}
     }}
     for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
-        const pack<V> p = load<V>(xr + c0); {body.replace("T;", "const float t = ld(p.e[j]);")}
+        const pack<V> p = load<V>(xr + c0); {body.replace("T;", f"const float t = {again};")}
     }}"""
 
 
@@ -270,19 +273,21 @@ class CudaRows(Recipe):
         op, eps = problem.name, cuda_literal(float(problem.attrs.get("eps", 0.0)))
         operands = {"rms_norm": ("w",), "layer_norm": ("w", "b")}.get(op, ())
         pointers = "".join(f"const st_t* __restrict__ {v}, " for v in operands)
-        # softmax and log_softmax share the row's max and the sum of exp(x - max)
-        max_and_sum = f"""float m = __int_as_float(0xff800000);
+        # softmax and log_softmax share the row's max. __expf (the SFU's exp2 after a scale, not expf's longer
+        # sequence) on x minus the row's max: its error grows with |x| (2 + 1.16|x| ulp), where exp(x) is already
+        # far below float32's resolution next to the row's largest term (exp(0) = 1)
+        row_max = f"""float m = __int_as_float(0xff800000);
     {each_value("m = fmaxf(m, t);")}
     m = row_reduce(m, partials, Max());
-    float s = 0.0f;
-    {each_value("s += expf(t - m);")}
-    const float total = row_reduce(s, partials, Sum());"""
+    float s = 0.0f;"""
         body = {
-            "softmax": f"""{max_and_sum}
-    const float inv = 1.0f / total;
-    {each_output("expf(t - m) * inv", operands)}""",
-            "log_softmax": f"""{max_and_sum}
-    const float lse = m + logf(total);
+            "softmax": f"""{row_max}
+    {each_value("const float e = __expf(t - m); s += e;", keep="e")}
+    const float inv = 1.0f / row_reduce(s, partials, Sum());
+    {each_output("t * inv", operands, again="__expf(ld(p.e[j]) - m)")}""",
+            "log_softmax": f"""{row_max}
+    {each_value("s += __expf(t - m);")}
+    const float lse = m + logf(row_reduce(s, partials, Sum()));
     {each_output("t - lse", operands)}""",
             "rms_norm": f"""float s = 0.0f;
     {each_value("s += t * t;")}

@@ -13,8 +13,16 @@ def on_torch_stream(launch: Callable[[list, list], Any]) -> Callable[[list, list
     import cupy
     import torch
 
+    # cupy 14 takes streams through the CUDA stream protocol and deprecates ExternalStream; older cupy has only that
+    if hasattr(cupy.cuda.Stream, "from_external") and hasattr(torch.cuda.Stream, "__cuda_stream__"):
+        def adopt(stream):
+            return cupy.cuda.Stream.from_external(stream)
+    else:
+        def adopt(stream):
+            return cupy.cuda.ExternalStream(stream.cuda_stream)
+
     def kernel(inputs: list, outputs: list) -> None:
-        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        with adopt(torch.cuda.current_stream()):
             launch(inputs, outputs)
 
     return kernel
