@@ -60,6 +60,12 @@ def test_cli_evaluate_reports_rejection(store_path):
 def test_result_as_torch_op_and_standalone_module(tmp_path, fast_harness):
     result = kevolve.optimize("layer_norm", target="cpu", budget=2, harness=fast_harness)
     assert result.correct
+    tried = {n.recipe for n in result.nodes}
+    line = result.summary().splitlines()[-1]
+    assert line.startswith("recipes: ") and all(f"{recipe} x" in line for recipe in tried), line
+    assert sum(int(part.split(" x")[1].split()[0]) for part in line.removeprefix("recipes: ").split(", ")) == 2
+    fastest = min(n.evaluation.timings["kernel"].median for n in result.nodes if n.evaluation.correct)
+    assert f"(fastest {fastest * 1e6:.1f} us)" in line
     op = result.as_torch_op()
     x, w, b = torch.randn(33, 1024), torch.randn(1024), torch.randn(1024)
     torch.testing.assert_close(op(x, w, b), torch.nn.functional.layer_norm(x, (1024,), w, b, eps=1e-5),

@@ -129,7 +129,21 @@ class OptimizeResult:
         for n in self.nodes:
             statuses[n.evaluation.status] = statuses.get(n.evaluation.status, 0) + 1
         lines.append(f"search: {len(self.nodes)} candidates {statuses}; stopped: {self.stop_reason}")
+        lines.append(self.recipes_line())
         return "\n".join(lines)
+
+    def recipes_line(self) -> str:
+        """Each recipe the search tried, how often, and its fastest correct candidate: where a target builds
+        several languages (Triton and CUDA C++), whether the one that lost was tried and by how much."""
+        tried: dict[str, list[NodeRecord]] = {}
+        for n in self.nodes:
+            tried.setdefault(n.recipe or n.language, []).append(n)
+        parts = []
+        for recipe, nodes in tried.items():
+            times = [n.evaluation.timings["kernel"].median for n in nodes
+                     if n.evaluation.correct and "kernel" in n.evaluation.timings]
+            parts.append(f"{recipe} x{len(nodes)}" + (f" (fastest {min(times) * 1e6:.1f} us)" if times else ""))
+        return "recipes: " + ", ".join(parts)
 
     # --- using the kernel -------------------------------------------------------------------------------
 
