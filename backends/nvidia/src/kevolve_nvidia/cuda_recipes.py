@@ -35,8 +35,12 @@ __device__ __forceinline__ void put(unsigned short& d, float v) {{ d = bf16_stor
 
 // N neighbouring values moved as one access (16 bytes: one ld.global.v4 per thread, the widest there is)
 template <int N> struct alignas(N * sizeof(st_t)) pack {{ st_t e[N]; }};
-template <int N> __device__ __forceinline__ pack<N> load(const st_t* p) {{ return *reinterpret_cast<const pack<N>*>(p); }}
-template <int N> __device__ __forceinline__ void store(st_t* p, const pack<N>& v) {{ *reinterpret_cast<pack<N>*>(p) = v; }}
+template <int N> __device__ __forceinline__ pack<N> load(const st_t* p) {{
+    return *reinterpret_cast<const pack<N>*>(p);
+}}
+template <int N> __device__ __forceinline__ void store(st_t* p, const pack<N>& v) {{
+    *reinterpret_cast<pack<N>*>(p) = v;
+}}
 """
 
 #: the widest access a thread makes, in bytes
@@ -106,8 +110,10 @@ def vec_launch(name: str, vec: int, count: str) -> str:
     multiple of ``vec`` and every tensor starts on a ``vec``-value boundary, else the scalar one."""
     if vec == 1:
         return f'    vec, function = 1, _module.get_function("{name}")'
-    return f"""    aligned = {count} % {vec} == 0 and all(t.data_ptr() % ({vec} * t.element_size()) == 0 for t in (*inputs, out))
-    vec, function = ({vec}, _module.get_function("{name}")) if aligned else (1, _module.get_function("{name}_scalar"))"""
+    return f"""    aligned = {count} % {vec} == 0 and all(
+        t.data_ptr() % ({vec} * t.element_size()) == 0 for t in (*inputs, out))
+    vec, function = ({vec}, _module.get_function("{name}")) if aligned else \\
+        (1, _module.get_function("{name}_scalar"))"""
 
 
 class CudaPointwise(Recipe):
@@ -337,7 +343,8 @@ __device__ __forceinline__ void kv_{op}_body({signature}) {{
 {vec_launch(f"kv_{op}", params["VEC"], "cols")}
     rows = out.numel() // cols
     pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
-    function((-(-rows // {params["ROWS"]}),), ({params["THREADS"]},), (*pointers, cupy.int32(rows), cupy.int32(cols)))"""
+    function((-(-rows // {params["ROWS"]}),), ({params["THREADS"]},),
+             (*pointers, cupy.int32(rows), cupy.int32(cols)))"""
         return kernel_file(problem, params, code, launcher)
 
 

@@ -2,7 +2,8 @@
 
 ncu profiles whole processes, so the call is rebuilt in a child (``python -m kevolve_nvidia.ncu_target``)
 from the artifact and the problem spec: one warm-up call (Triton compiles at first launch), then the
-profiled call inside an NVTX range named ``kevolve``, the only one ncu profiles. Clocks are left as they are (``--clock-control none``) so durations match normal runs.
+profiled call inside an NVTX range named ``kevolve``, the only one ncu profiles. Clocks are left as they are
+(``--clock-control none``) so durations match normal runs.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ class NcuProfiler(Profiler):
                                     "problem": request.problem_spec,
                                     "bootstrap": request.bootstrap}, default=str))
         command = [find_ncu(), "--csv", "--print-units", "base", "--clock-control", "none",
-                   "--metrics", ",".join(METRICS), "--nvtx", "--nvtx-include", "kevolve/", sys.executable, "-m", "kevolve_nvidia.ncu_target", str(task)]
+                   "--metrics", ",".join(METRICS), "--nvtx", "--nvtx-include", "kevolve/",
+                   sys.executable, "-m", "kevolve_nvidia.ncu_target", str(task)]
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
             counters = combine(parse_ncu_csv(proc.stdout))
