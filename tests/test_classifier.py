@@ -149,3 +149,25 @@ def test_the_profiler_chosen_after_workers_started_reaches_the_next_ones(monkeyp
     chosen = registered.backend.worker_env(registered.spec)
     assert PROFILER_ENV not in default and chosen == {**default, PROFILER_ENV: "roofline"}
     assert registered.backend.profiler(registered.spec).name == "roofline"
+
+
+@pytest.mark.parametrize("here,note", [
+    ("NVIDIA H100 80GB HBM3", ""),
+    ("NVIDIA H200", "timed on an NVIDIA H200, not the H100 that nvidia_h100 describes"),
+    ("NVIDIA GH200 480GB", "not the H100 that nvidia_h100 describes: the same sm_90 code"),
+])
+def test_timing_on_another_model_of_the_architecture_says_so(monkeypatch, here, note):
+    """An H200 runs nvidia_h100's code, but its times are not an H100's: every timed result says so, and names
+    the target that describes the GPU where there is one."""
+    import torch
+    from kevolve.harness.evaluation import Evaluation, Timing
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target("nvidia_h100")
+    monkeypatch.setattr(type(registered.backend), "gpu_here", lambda self: "sm_90")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: here)
+    timed, said = registered.backend.timing(registered.spec)
+    assert timed and note in said and (note or said == "")
+    assert ("--target nvidia_h200 describes this GPU" in said) == (here == "NVIDIA H200")  # a GH200 is no H200
+    lines = Evaluation("ok", "done", timings={"kernel": Timing(1e-5, 1e-5, 1e-5, 15)}, timing_note=said).timing_lines()
+    assert (f"note: {said}" in lines) == bool(note)

@@ -89,6 +89,7 @@ class OptimizeResult:
             "kernel_seconds": evaluation.timings["kernel"].median if evaluation and "kernel" in evaluation.timings
             else None,
             "untimed": evaluation.untimed if evaluation else "",
+            "timing_note": evaluation.timing_note if evaluation else "",
             "untimed_baselines": evaluation.untimed_baselines if evaluation else {},
             "estimate": evaluation.estimate if evaluation else {},
             "resources": evaluation.resources if evaluation else {},

@@ -5,6 +5,7 @@ toolchain and recipes, the Nsight Compute profiler and its classifier."""
 from __future__ import annotations
 
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -26,6 +27,12 @@ def nvidia_specs() -> list[TargetSpec]:
     return load_specs("kevolve_nvidia", SPECS)
 
 
+def is_model(device_name: str, model: str) -> bool:
+    """Whether the driver's name for a GPU ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB") names ``model`` as
+    a word: a GH200's name holds "H200" but it is no H200."""
+    return re.search(rf"\b{re.escape(model)}\b", device_name) is not None
+
+
 class NvidiaBackend(TritonBackend):
     distribution = "kevolve-nvidia"
     gpu_kind = "CUDA"
@@ -42,6 +49,24 @@ class NvidiaBackend(TritonBackend):
             return None
         major, minor = torch.cuda.get_device_capability()
         return f"sm_{major}{minor}"
+
+    def timing(self, target: TargetSpec) -> tuple[bool, str]:
+        """As for any Triton GPU target, and a note when the GPU here is another model of the target's
+        architecture (an H200 for nvidia_h100): the code runs the same, but the times and the roofline fractions
+        (against the target's peaks) describe neither chip's kernel on the target."""
+        timed, note = super().timing(target)
+        if not timed:
+            return timed, note
+        import torch
+
+        here, model = torch.cuda.get_device_name(0), target.facts.extra["gpu"]["model"]
+        if is_model(here, model):
+            return True, ""
+        fitting = [spec.name for spec in nvidia_specs() if is_model(here, spec.facts.extra["gpu"]["model"])]
+        return True, (f"timed on an {here}, not the {model} that {target.name} describes: the same "
+                      f"{self.target_arch(target)} code, but its times and the roofline fractions (against "
+                      f"{target.name}'s peaks) are not the {model}'s"
+                      + (f"; --target {fitting[0]} describes this GPU" if fitting else ""))
 
     def toolchain(self, target: TargetSpec, language: str) -> Toolchain:
         if language == "cuda":

@@ -44,8 +44,10 @@ class Backend(ABC):
         return {}
 
     def timing(self, target: TargetSpec) -> tuple[bool, str]:
-        """Whether kernels for ``target`` can be timed on this machine; if not, the reason, shown with every
-        result (e.g. a GPU target compiled and checked on a machine without the GPU)."""
+        """Whether kernels for ``target`` can be timed on this machine, and a line shown with every result: if
+        not, the reason (e.g. a GPU target compiled and checked on a machine without the GPU); if so, what to
+        keep in mind about the timings, or nothing (e.g. the device here is another model of the target's
+        architecture, whose times do not describe the target's)."""
         return True, ""
 
     def estimator(self, target: TargetSpec) -> Estimator | None:

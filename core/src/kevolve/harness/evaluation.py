@@ -64,6 +64,8 @@ class Evaluation:
     wall_s: float = 0.0
     #: why the kernel was not timed on hardware (empty when it was, or when timing was not asked for)
     untimed: str = ""
+    #: what to keep in mind about the timings (e.g. timed on another model of the target's architecture)
+    timing_note: str = ""
     #: baselines asked for but not timed, with the reason (e.g. max-autotune past its compile limit)
     untimed_baselines: dict[str, str] = field(default_factory=dict)
     #: the backend's static cost model when it was not timed (modeled seconds, roofline floor, breakdown)
@@ -112,6 +114,8 @@ class Evaluation:
             lines.append(f"  vs {name}: not timed: {why}")
         if self.untimed:
             lines.append(f"not timed on hardware: {self.untimed}")
+        if self.timing_note and self.timings:
+            lines.append(f"note: {self.timing_note}")
         if self.estimate:
             from kevolve.backend.estimator import MODEL, MODELED_TIME_S
             from kevolve.diagnosis import FLOOR_S

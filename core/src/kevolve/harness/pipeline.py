@@ -86,5 +86,6 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
         resources=raw.get("resources", build.resources), diagnosis=Diagnosis.from_dict(raw.get("diagnosis")),
         build_command=build.command, wall_s=time.perf_counter() - started,
         untimed=raw.get("untimed", ""), untimed_baselines=raw.get("untimed_baselines", {}),
+        timing_note=raw.get("timing_note", ""),
         estimate=raw.get("estimate", {}),
     )

@@ -211,11 +211,12 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
                            {"traceback": traceback.format_exc()})
         check_correctness(problem, kernel, runner, config, report)
-        timed, untimed_reason = backend.timing(spec)
+        timed, note = backend.timing(spec)
         if not config["time"] or not timed:
             if not timed:
-                result.update(untimed=untimed_reason, **_estimate(problem, backend, spec, build, task))
+                result.update(untimed=note, **_estimate(problem, backend, spec, build, task))
             return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
+        result["timing_note"] = note
         with exclusive_device(runner.device):
             report("timing")
             timings, speedups, untimed, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config, task)
