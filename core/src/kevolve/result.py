@@ -144,7 +144,8 @@ class OptimizeResult:
             times = [n.evaluation.timings["kernel"].median for n in nodes
                      if n.evaluation.correct and "kernel" in n.evaluation.timings]
             parts.append(f"{recipe} x{len(nodes)}" + (f" (fastest {min(times) * 1e6:.1f} us)" if times else ""))
-        return "recipes: " + ", ".join(parts)
+        # search-time medians: the best node's final re-timing above may differ (another moment, other load)
+        return "recipes (times in the search): " + ", ".join(parts)
 
     # --- using the kernel -------------------------------------------------------------------------------
 
