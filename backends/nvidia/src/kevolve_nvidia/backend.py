@@ -52,8 +52,8 @@ class NvidiaBackend(TritonBackend):
 
     def timing(self, target: TargetSpec) -> tuple[bool, str]:
         """As for any Triton GPU target, and a note when the GPU here is another model of the target's
-        architecture (an H200 for nvidia_h100): the code runs the same, but the times and the roofline fractions
-        (against the target's peaks) describe neither chip's kernel on the target."""
+        architecture (an H200 for nvidia_h100): the code runs the same, but its times are the other chip's, and
+        the roofline fractions are taken against the target's peaks."""
         timed, note = super().timing(target)
         if not timed:
             return timed, note
