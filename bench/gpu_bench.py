@@ -18,7 +18,9 @@
    2x slow (seen 2026-11-24: 28 us alone, 55-60 us in the search; the 2026-11-22 table had such numbers).
    ``retime`` also records each kernel's and eager's device time per call in a CUDA graph (``device_s``), and
    times a ``copy_`` of the row's minimum bytes in the same rounds (``same_bytes_copy``).
-   The search-time numbers stay in the JSON (``search``). ``--no-retime`` skips this phase.
+   The search-time numbers stay in the JSON (``search``). ``--no-retime`` skips this phase. With
+   ``--retime-from DIR --add-finalists RECIPE ...`` an earlier run's rows are re-timed with those recipes'
+   default points among their finalists (e.g. the CUDA C++ recipes, which searches before 2026-11-25 never ran).
 5. DRAM traffic (``--traffic-from DIR``, a run of its own): each row's kernel and a copy kernel profiled once
    under Nsight Compute; ``--combine ... --traffic OUT [OUT ...]`` adds the table's `BW ncu` column (see
    ``traffic``).
@@ -495,29 +497,53 @@ def same_bytes_copy(nbytes: int):
     return lambda: dst.copy_(src)
 
 
+def default_point(problem, target: str, recipe_name: str | None = None) -> dict:
+    """A finalist (recipe, parameters, source) at the default point of the named recipe, or of the target's
+    first recipe that supports ``problem`` (a Triton one), rendered for ``target``."""
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target(target)
+    recipes = registered.backend.recipes(registered.spec)
+    recipe = next((r for r in recipes if r.supports(problem) and recipe_name in (None, r.name)), None)
+    if recipe is None:
+        raise SystemExit(f"no recipe {recipe_name or ''} for {problem.describe()} on {target} here: "
+                         f"{', '.join(r.name for r in recipes if r.supports(problem)) or 'none supports it'}")
+    params = recipe.space(problem, registered.backend.facts(registered.spec)).default()
+    return {"recipe": recipe.name, "parameters": params, "source": recipe.render(problem, params)}
+
+
 def default_rows(cases: list[list], target: str) -> list[dict]:
     """Rows for ``retime`` without a search: per case ``[op, dims, dtype]`` or ``[op, dims, dtype, recipe]``, the
-    default point of the named recipe, or of the target's first recipe that supports the case (a Triton one),
-    rendered for ``target``. For shapes outside the case lists (where torch.compile stands against a copy of the
+    ``default_point``. For shapes outside the case lists (where torch.compile stands against a copy of the
     same bytes there) and for recipes the searches did not pick, at the cost of a re-timing, not a search."""
+    import kevolve
+
+    rows = []
+    for op, dims, dtype, *named in cases:
+        point = default_point(kevolve.api.resolve_problem(op, dims, dtype, None), target, *named)
+        rows.append({"op": op, "shape": dims, "dtype": dtype, "timings": {}, "recipe": point["recipe"],
+                     "parameters": point["parameters"], "finalists": [point]})
+    return rows
+
+
+def add_finalists(rows: list[dict], target: str, recipe_names: list[str]) -> None:
+    """Each named recipe's default point joins the finalists of every row it supports: an earlier run's
+    searches re-timed against recipes they could not try (CUDA C++ before it ran on a GPU), the fastest
+    finalist still the row's kernel. Rows made from a bare ``source`` keep it as their first finalist."""
     import kevolve
     from kevolve.plugins import get_manager
 
     registered = get_manager().target(target)
-    facts = registered.backend.facts(registered.spec)
-    recipes = registered.backend.recipes(registered.spec)
-    rows = []
-    for op, dims, dtype, *named in cases:
-        problem = kevolve.api.resolve_problem(op, dims, dtype, None)
-        recipe = next((r for r in recipes if r.supports(problem) and (not named or r.name == named[0])), None)
-        if recipe is None:
-            raise SystemExit(f"no recipe {named[0] if named else ''} for {op} {dims} {dtype} on {target} here: "
-                             f"{', '.join(r.name for r in recipes if r.supports(problem)) or 'none supports it'}")
-        params = recipe.space(problem, facts).default()
-        rows.append({"op": op, "shape": dims, "dtype": dtype, "timings": {}, "recipe": recipe.name,
-                     "parameters": params, "finalists": [{"recipe": recipe.name, "parameters": params,
-                                                          "source": recipe.render(problem, params)}]})
-    return rows
+    recipes = {r.name: r for r in registered.backend.recipes(registered.spec)}
+    missing = [name for name in recipe_names if name not in recipes]
+    if missing:
+        raise SystemExit(f"no recipe {', '.join(missing)} on {target} here (offered: {', '.join(recipes)})")
+    for row in rows:
+        problem = kevolve.api.resolve_problem(row["op"], row["shape"], row["dtype"], None)
+        for name in recipe_names:
+            if recipes[name].supports(problem):
+                row["finalists"] = (row.get("finalists") or [{k: row[k] for k in ("recipe", "parameters", "source")}]) \
+                    + [default_point(problem, target, name)]
 
 
 def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inner: int = 10) -> None:
@@ -803,6 +829,8 @@ def main() -> int:
                         "(phase 4) and write the tables under --out")
     parser.add_argument("--defaults", help="JSON [[op, dims, dtype(, recipe)], ...]: no search, re-time a recipe's "
                         "default kernel for each case as phase 4 does (see default_rows)")
+    parser.add_argument("--add-finalists", nargs="*", metavar="RECIPE", help="with --retime-from: these "
+                        "recipes' default points join each row's finalists (see add_finalists)")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
                         "kernel and a copy once under ncu (phase 5) and write traffic.json under --out")
     parser.add_argument("--traffic", nargs="*", help="with --combine: --traffic-from runs whose DRAM traffic the "
@@ -833,6 +861,9 @@ def main() -> int:
         else:
             rows, origin = load_part(Path(args.retime_from), args.target)["rows"], "as in " + args.retime_from
         rows = [r for r in rows if not args.ops or r["op"] in args.ops]
+        if args.add_finalists:
+            add_finalists(rows, args.target, args.add_finalists)
+            origin += f"; plus the default points of {', '.join(args.add_finalists)} as finalists"
         for row in rows:
             row.pop("copy_bytes_per_s", None)  # this run's copy is the yardstick
         retime(rows, args.target, started + args.retime_deadline_s)

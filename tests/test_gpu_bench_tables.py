@@ -1,6 +1,6 @@
 """The GPU table's arithmetic, on hand-made runs: the committed H100 table is built by ``gpu_bench --combine``
 from several re-timing runs, so which runs count for a row, the same-bytes copy column and the rows without a
-torch.compile timing are checked here, where no GPU is needed."""
+torch.compile timing are checked here, where no GPU is needed; so are the rows a re-timing starts from."""
 
 from __future__ import annotations
 
@@ -88,3 +88,25 @@ def test_rows_without_a_compile_timing_say_so_and_stay_out_of_its_mean():
     relu = next(line for line in text.splitlines() if line.startswith("| relu |"))
     assert relu.count("not timed") == 2
     assert "Geometric mean over 2 rows: 1.50x vs torch.compile (over the 1 where it was timed), 2.00x vs eager." in text
+
+
+def test_recipe_defaults_join_the_finalists_of_the_rows_they_support(monkeypatch):
+    """An earlier run's rows re-timed against CUDA C++ defaults: the row keeps its own finalists, gains the
+    default point of each named recipe that supports it, and a recipe the target does not offer is an error."""
+    pytest.importorskip("cupy")
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target("nvidia_h100")
+    monkeypatch.setattr(type(registered.backend), "gpu_here", lambda self: "sm_90")  # CUDA recipes need a GPU
+    searched = {"recipe": "triton.row_softmax", "parameters": {"ROWS": 1}, "source": "searched"}
+    rows = [{"op": "softmax", "shape": {"rows": 64, "cols": 4096}, "dtype": "bfloat16", **searched},
+            {"op": "relu", "shape": {"n": 4096}, "dtype": "float32", **searched, "finalists": [searched] * 2}]
+    gpu_bench.add_finalists(rows, "nvidia_h100", ["cuda.rows"])
+    assert rows[0]["finalists"][0] == searched and len(rows[0]["finalists"]) == 2
+    added = rows[0]["finalists"][1]
+    assert added["recipe"] == "cuda.rows" and added["parameters"]["VEC"] == 8 and "kv_softmax" in added["source"]
+    assert gpu_bench.default_rows([["softmax", {"rows": 64, "cols": 4096}, "bfloat16", "cuda.rows"]],
+                                  "nvidia_h100")[0]["finalists"] == [added]
+    assert rows[1]["finalists"] == [searched] * 2  # no row recipe for relu
+    with pytest.raises(SystemExit, match="no recipe cuda.nothing on nvidia_h100"):
+        gpu_bench.add_finalists(rows, "nvidia_h100", ["cuda.nothing"])
