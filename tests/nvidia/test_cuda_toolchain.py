@@ -187,6 +187,47 @@ def test_a_cuda_file_evaluated_without_a_gpu_is_compiled_and_said_not_run(tmp_pa
     assert "resources: " in printed and "registers_per_thread" in printed and "occupancy 1" in printed
 
 
+def test_the_launcher_takes_the_vector_kernel_only_where_it_can(monkeypatch):
+    """The launchers' choice of kernel and grid, without a GPU: a stand-in cupy records each launch. An aligned
+    call of a multiple of VEC takes the vector kernel; a view one value off (2 bytes) or an odd size the
+    one-value kernel, on the grid for one value per access."""
+    import sys
+    import types
+
+    import torch
+
+    launches = []
+
+    class Module:
+        def __init__(self, code, options):
+            pass
+
+        def get_function(self, name):
+            return lambda grid, block, args: launches.append((name, grid, block))
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=Module, uint64=int, int64=int,
+                                                                   int32=int))
+
+    def load(recipe, problem, params):
+        namespace = {}
+        exec(recipe.render(problem, params), namespace)
+        return namespace["kernel"]
+
+    relu = load(CudaPointwise(), resolve_problem("relu", {"n": 4096}, "bfloat16", None),
+                {"THREADS": 256, "ITEMS": 2, "VEC": 8})
+    x = torch.zeros(4097, dtype=torch.bfloat16)
+    for args in ([x[:4096]], [x[1:]], [x[:4095]]):
+        relu(args, [torch.empty(len(args[0]), dtype=torch.bfloat16)])
+    assert launches == [("kv_relu", (1,), (256,)), ("kv_relu_scalar", (8,), (256,)), ("kv_relu_scalar", (8,), (256,))]
+    launches.clear()
+    rms = load(CudaRows(), resolve_problem("rms_norm", {"rows": 9, "cols": 512}, "bfloat16", None),
+               {"THREADS": 128, "ITEMS": 1, "VEC": 8, "ROWS": 2})
+    w = torch.zeros(513, dtype=torch.bfloat16)
+    for weight in (w[:512], w[1:]):
+        rms([torch.zeros(9, 512, dtype=torch.bfloat16), weight], [torch.empty(9, 512, dtype=torch.bfloat16)])
+    assert launches == [("kv_rms_norm", (5,), (128,)), ("kv_rms_norm_scalar", (5,), (128,))]
+
+
 @pytest.fixture
 def roofline_profiler(monkeypatch):
     """These tests are about correctness: Nsight Compute would profile each evaluation in a process of its own

@@ -108,15 +108,15 @@ def vec_kernels(name: str, vec: int, signature: str, arguments: str, threads: in
 {kernel}({signature}) {{ {template}<{width}>({arguments}); }}""" for width, kernel in widths.items())
 
 
-def vec_launch(name: str, vec: int, count: str) -> str:
-    """Launcher lines choosing the kernel: the vector one where ``count`` (elements per row, or all) is a
-    multiple of ``vec`` and every tensor starts on a ``vec``-value boundary, else the scalar one."""
+def vec_launch(name: str, vec: int, count: str) -> tuple[str, str]:
+    """Launcher lines binding ``function``: the vector kernel where ``count`` (elements per row, or all) is a
+    multiple of ``vec`` and every tensor starts on a ``vec``-value boundary, else the scalar one; and the
+    expression of the values per access the call runs with (for a grid that depends on it)."""
     if vec == 1:
-        return f'    vec, function = 1, _module.get_function("{name}")'
-    return f"""    aligned = {count} % {vec} == 0 and all(
-        t.data_ptr() % ({vec} * t.element_size()) == 0 for t in (*inputs, out))
-    vec, function = ({vec}, _module.get_function("{name}")) if aligned else \\
-        (1, _module.get_function("{name}_scalar"))"""
+        return f'    function = _module.get_function("{name}")', "1"
+    return f"""    vec = {vec} if {count} % {vec} == 0 and all(
+        t.data_ptr() % ({vec} * t.element_size()) == 0 for t in (*inputs, out)) else 1
+    function = _module.get_function("{name}" if vec == {vec} else "{name}_scalar")""", "vec"
 
 
 class CudaPointwise(Recipe):
@@ -169,13 +169,14 @@ __device__ __forceinline__ void kv_{problem.name}_body({pointers}st_t* __restric
 
 {vec_kernels(f"kv_{problem.name}", vec, f"{pointers}st_t* __restrict__ out, long long n",
              ", ".join([*(f"{v}_ptr" for v in names), "out", "n"]), threads, f"kv_{problem.name}_body")}"""
+        choose, width = vec_launch(f"kv_{problem.name}", vec, "n")
         launcher = f"""def kernel(inputs, outputs):
     out = outputs[0]
     n = out.numel()
     if n == 0:
         return
-{vec_launch(f"kv_{problem.name}", vec, "n")}
-    blocks = (n + {threads * items} * vec - 1) // ({threads * items} * vec)
+{choose}
+    blocks = (n + {threads * items} * {width} - 1) // ({threads * items} * {width})
     pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
     function((blocks,), ({threads},), (*pointers, cupy.int64(n)))"""
         return kernel_file(problem, params, code, launcher)
@@ -338,12 +339,13 @@ __device__ __forceinline__ void kv_{op}_body({signature}) {{
 
 {vec_kernels(f"kv_{op}", params["VEC"], signature, ", ".join(["x", *operands, "out", "rows", "cols"]),
              params["THREADS"], f"kv_{op}_body")}"""
+        choose, _ = vec_launch(f"kv_{op}", params["VEC"], "cols")  # one block per ROWS rows, whatever the width
         launcher = f"""def kernel(inputs, outputs):
     out = outputs[0]
     cols = out.shape[-1] if out.dim() else 1
     if out.numel() == 0:
         return
-{vec_launch(f"kv_{op}", params["VEC"], "cols")}
+{choose}
     rows = out.numel() // cols
     pointers = [cupy.uint64(t.data_ptr()) for t in (*inputs, out)]
     function((-(-rows // {params["ROWS"]}),), ({params["THREADS"]},),
