@@ -1,6 +1,7 @@
 """GPU benchmark for the NVIDIA targets: the whole evaluation in one call, tables written under --out.
 
     python bench/gpu_bench.py --target nvidia_h100 --out $OUT [--cases key|catalog|verdicts|all] [--deadline-s 540]
+    (--shapes '[[op, dims, dtype], ...]' searches those cases instead)
 
 1. Device-to-device copy bandwidth, measured first (a 1 GiB tensor copied with ``copy_``; bytes read plus
    written over the median of 30 event-timed copies): the yardstick for memory-bound kernels.
@@ -23,7 +24,8 @@
    default points among their finalists (e.g. the CUDA C++ recipes, which searches before 2026-11-25 never ran).
 5. DRAM traffic (``--traffic-from DIR``, a run of its own): each row's kernel and a copy kernel profiled once
    under Nsight Compute; ``--combine ... --traffic OUT [OUT ...]`` adds the table's `BW ncu` column (see
-   ``traffic``).
+   ``traffic``). With ``--traffic-compile`` torch.compile's kernels are profiled the same way, and the run
+   writes ``traffic.md``: each one's share of DRAM's peak beside the kernel's and the copy's.
 
 torch.compile baselines are compiled once ahead, in parallel worker processes (warming Inductor's caches), so
 that the re-timing does not spend minutes compiling. Rows are appended to ``gpu_rows.jsonl`` as they finish:
@@ -736,12 +738,28 @@ def kernel(inputs, outputs):
 """
 
 
-def traffic(rows: list[dict], target: str) -> dict:
+#: the traffic phase's torch.compile baseline as a kernel file, so that ncu profiles Inductor's kernels for one call
+#: exactly as it profiles the row's kernel (the file calls PyTorch: a yardstick, never a candidate)
+COMPILE_FILE = '''"""torch.compile (default mode) of {op} {shape} {dtype}: its kernels for one call"""
+import kevolve
+from kevolve.harness.baselines import compiled_reference
+
+_compiled = compiled_reference(kevolve.api.resolve_problem({op!r}, {shape!r}, {dtype!r}, None), "compile")
+
+
+def kernel(inputs, outputs):
+    _compiled(*inputs)
+'''
+
+
+def traffic(rows: list[dict], target: str, compiled: bool = False) -> dict:
     """Phase 5 (``--traffic-from``): each row's kernel, and a 1 GiB copy, once each under Nsight Compute through
     the NVIDIA profiler adapter (caches flushed before the profiled call, clocks as they are): the DRAM bytes
     the call actually moved (whole 32-byte sectors) and its duration. Their rate over the copy's, measured the
     same way, is the table's `BW ncu`: for ops whose minimum bytes undercount what DRAM must move (gather's
-    random 4-byte picks each fetch a sector), it says how close the kernel keeps DRAM to the copy's pace."""
+    random 4-byte picks each fetch a sector), it says how close the kernel keeps DRAM to the copy's pace.
+    With ``compiled`` (``--traffic-compile``), torch.compile's kernels for the same call too (``COMPILE_FILE``):
+    where a kernel only ties torch.compile, whether Inductor already keeps DRAM as busy as the copy does."""
     import kevolve
     from kevolve.backend.profiler import ProfileRequest
     from kevolve.plugins import get_manager, worker_bootstrap
@@ -771,15 +789,54 @@ def traffic(rows: list[dict], target: str) -> dict:
         return {"dram_bytes": metrics[DRAM_BYTES], "duration_s": metrics[NCU_DURATION_S],
                 "dram_fraction": metrics[DRAM_FRACTION], "source": source}
 
+    if compiled:
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile workers for ncu to follow
     copy = measure("copy", COPY_KERNEL, "relu", {"n": 1 << 28}, "float32", 1e-3)
     measured = {"copy": {**copy, "bytes": 2.0 * 2**30}}  # 1 GiB read, 1 GiB written
     print("ncu copy", measured["copy"], flush=True)
     for index, row in enumerate(rows):
         if row.get("source"):
-            measured[json.dumps(_case(row))] = found = measure(f"k{index}", row["source"], row["op"], row["shape"],
-                                                               row["dtype"], row["timings"]["kernel"]["median"])
-            print("ncu", row["op"], row["shape"], row["dtype"], found, flush=True)
+            case = (row["op"], row["shape"], row["dtype"])
+            measured[json.dumps(_case(row))] = found = measure(f"k{index}", row["source"], *case,
+                                                               row["timings"]["kernel"]["median"])
+            if compiled:
+                found["compile"] = measure(f"c{index}", COMPILE_FILE.format(op=row["op"], shape=row["shape"],
+                                                                            dtype=row["dtype"]), *case,
+                                           row["timings"]["kernel"]["median"])
+            print("ncu", *case, {k: v for k, v in found.items() if k != "source"}, flush=True)
     return measured
+
+
+def traffic_table(measured: dict, rows: list[dict], info: dict) -> str:
+    """The traffic phase's own table: per row, the DRAM throughput ncu reports as a share of the GPU's peak
+    (``dram__throughput``, the busiest DRAM unit) and the bytes counted over the duration, for the row's kernel,
+    torch.compile where it was profiled, and the copy kernel: how far from DRAM's pace each one runs."""
+    copy = measured["copy"]
+
+    def cells(found: dict | None) -> tuple[str, str]:
+        if not found:
+            return "", ""
+        if "error" in found:
+            return "failed", found["error"][:80]
+        rate = found["dram_bytes"] / found["duration_s"]
+        return f"{found['duration_s'] * 1e6:.1f} us", f"{found['dram_fraction']:.0%}, {rate / 1e12:.2f} TB/s"
+
+    lines = [f"# DRAM under Nsight Compute on {info['target']}", "",
+             f"GPU: {info['gpu']}, torch {info['torch']}, triton {info['triton']}, {info['date']}. Command: "
+             f"`{info.get('command', '')}`. One call each, caches flushed before it, clocks as they are; "
+             "`DRAM` is `dram__throughput.avg.pct_of_peak_sustained_elapsed` and the DRAM bytes counted (read + "
+             "written, whole sectors) over the call's duration (`gpu__time_duration`, summed over the call's "
+             "launches).", "",
+             "Copy kernel, 1 GiB read and written: {}, DRAM {}.".format(*cells(copy)), "",
+             "| op | shape | dtype | kernel | kernel DRAM | torch.compile | torch.compile DRAM |", "|---" * 7 + "|"]
+    for row in rows:
+        found = measured.get(json.dumps(_case(row)))
+        if not found:
+            continue
+        shape = " ".join(f"{k}={v}" for k, v in row["shape"].items())
+        lines.append(f"| {row['op']} | {shape} | {row['dtype']} | "
+                     + " | ".join((*cells(found), *cells(found.get("compile")))) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def attach_traffic(rows: list[dict], info: dict, paths: list[Path]) -> None:
@@ -810,6 +867,7 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", str(Path(__file__).parent / "results")))
     parser.add_argument("--cases", default="all", choices=("key", "catalog", "verdicts", "all"))
     parser.add_argument("--ops", nargs="*", help="only cases of these ops")
+    parser.add_argument("--shapes", help="JSON [[op, dims, dtype], ...]: search these cases instead of --cases")
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--verdict-budget", type=int, default=6)
     parser.add_argument("--jobs", type=int, default=4, help="searches run at once (timing is exclusive)")
@@ -833,6 +891,8 @@ def main() -> int:
                         "recipes' default points join each row's finalists (see add_finalists)")
     parser.add_argument("--traffic-from", help="a directory with an earlier run's results: profile each row's "
                         "kernel and a copy once under ncu (phase 5) and write traffic.json under --out")
+    parser.add_argument("--traffic-compile", action="store_true", help="with --traffic-from: torch.compile's "
+                        "kernels for each row profiled too (see traffic)")
     parser.add_argument("--traffic", nargs="*", help="with --combine: --traffic-from runs whose DRAM traffic the "
                         "table shows (a row profiled in several: the last listed)")
     parser.add_argument("--skip-done", help="a directory with an earlier run's results: cases that have a row "
@@ -852,8 +912,11 @@ def main() -> int:
     print(f"{info}\ncopy {copy_bps / 1e12:.2f} TB/s", flush=True)
     if args.traffic_from:
         rows = load_part(Path(args.traffic_from), args.target)["rows"]
-        measured = traffic([r for r in rows if not args.ops or r["op"] in args.ops], args.target)
+        rows = [r for r in rows if not args.ops or r["op"] in args.ops]
+        measured = traffic(rows, args.target, args.traffic_compile)
         (out / "traffic.json").write_text(json.dumps({**measured, "device": info}))
+        print(text := traffic_table(measured, rows, info))
+        (out / "traffic.md").write_text(text)
         return 0
     if args.retime_from or args.defaults:
         if args.defaults:
@@ -870,8 +933,11 @@ def main() -> int:
         add_compile_baselines(rows, args.target, args.max_autotune)
         print(write_tables(out, args.target, info, copy_bps, rows, [], {"search": origin}))
         return 0
-    cases = {"key": KEY, "catalog": CATALOG, "verdicts": [], "all": KEY + CATALOG}[args.cases]
-    verdicts = VERDICTS if args.cases in ("verdicts", "all") and not args.no_verdicts else []
+    if args.shapes:
+        cases, verdicts = [(op, dims, dtype) for op, dims, dtype in json.loads(args.shapes)], []
+    else:
+        cases = {"key": KEY, "catalog": CATALOG, "verdicts": [], "all": KEY + CATALOG}[args.cases]
+        verdicts = VERDICTS if args.cases in ("verdicts", "all") and not args.no_verdicts else []
     if args.ops:
         cases = [c for c in cases if c[0] in args.ops]
         verdicts = [c for c in verdicts if c[0] in args.ops]

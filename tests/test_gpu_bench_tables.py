@@ -110,3 +110,41 @@ def test_recipe_defaults_join_the_finalists_of_the_rows_they_support(monkeypatch
     assert rows[1]["finalists"] == [searched] * 2  # no row recipe for relu
     with pytest.raises(SystemExit, match="no recipe cuda.nothing on nvidia_h100"):
         gpu_bench.add_finalists(rows, "nvidia_h100", ["cuda.nothing"])
+
+
+def test_traffic_table_gives_each_kernel_its_dram_share_and_says_what_failed():
+    """The traffic phase's table: DRAM share of peak and counted bytes over duration, for the row's kernel and
+    torch.compile's; a profile that failed says so; rows that were not profiled are left out."""
+    rows = [row("exp", 100e-6, 100e-6, 98e-6), row("relu", 100e-6, 100e-6, 99e-6), row("gelu", 1e-4, 1e-4, 1e-4)]
+    rows[1]["shape"] = {"n": 1 << 20}
+    profiled = lambda s, frac, nbytes: {"duration_s": s, "dram_fraction": frac, "dram_bytes": nbytes}  # noqa: E731
+    measured = {"copy": profiled(750e-6, 0.92, 2.0 * 2**30),
+                json.dumps(gpu_bench._case(rows[0])): {**profiled(100e-6, 0.9, 280e6),
+                                                       "compile": profiled(104e-6, 0.87, 280e6)},
+                json.dumps(gpu_bench._case(rows[1])): {**profiled(10e-6, 0.4, 16e6),
+                                                       "compile": {"error": "ncu failed, roofline only: timeout"}}}
+    text = gpu_bench.traffic_table(measured, rows, INFO)
+    assert "Copy kernel, 1 GiB read and written: 750.0 us, DRAM 92%, 2.86 TB/s." in text
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert lines["exp"].endswith("| 100.0 us | 90%, 2.80 TB/s | 104.0 us | 87%, 2.69 TB/s |")
+    assert lines["relu"].endswith("| 10.0 us | 40%, 1.60 TB/s | failed | ncu failed, roofline only: timeout |")
+    assert "gelu" not in lines
+
+
+def test_the_compile_yardstick_file_runs_torch_compile_of_the_rows_op(tmp_path):
+    """The file ncu profiles for torch.compile's kernels: the row's op under torch.compile, called as a kernel
+    file is (inputs, outputs), run here on the CPU."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    import kevolve
+    from kevolve.backend.runner import load_kernel_module
+
+    path = tmp_path / "kernel.py"
+    path.write_text(gpu_bench.COMPILE_FILE.format(op="relu", shape={"n": 256}, dtype="float32"))
+    _, kernel = load_kernel_module(str(path))
+    problem = kevolve.api.resolve_problem("relu", {"n": 256}, "float32", None)
+    inputs = problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))
+    counters.clear()
+    kernel(inputs, [torch.empty(256)])
+    assert counters["stats"]["unique_graphs"] == 1
