@@ -70,12 +70,14 @@ def test_row_kernels_compile_at_every_width_and_the_check_shapes(dtype, tmp_path
     recipe = CudaRows()
     facts = get_manager().target("nvidia_h100").spec.facts
     for op in CudaRows.OPS:
-        for cols in (64, 1031, 4096):
+        for cols in (64, 512, 1031, 4096):
             problem = resolve_problem(op, {"rows": 256, "cols": cols}, dtype, None)
             params = recipe.space(problem, facts).default()
             per_row = params["THREADS"] // params["ROWS"]
             assert per_row * params["ITEMS"] * params["VEC"] >= cols and params["ITEMS"] <= 16
             assert params["VEC"] * problem.dtype.itemsize == 16  # 16-byte accesses by default
+            # a row that a warp holds at two 16-byte groups a lane shares its block with others
+            assert (params["ROWS"] > 1) == (cols * problem.dtype.itemsize <= 32 * 2 * 16), (cols, params)
             source = recipe.render(problem, params)
             assert forbidden_uses(source, FORBIDDEN) == []
             r = chain.build(source, tmp_path / f"{op}{cols}", problem).resources
@@ -254,10 +256,12 @@ def test_pointwise_kernels_pass_the_harness_on_the_gpu(dtype, tmp_path, roofline
 @pytest.mark.parametrize("op", CudaRows.OPS)
 def test_row_kernels_pass_the_harness_on_the_gpu(op, dtype, tmp_path, roofline_profiler):
     """Each row op at its timing shape and the catalog's check shapes (1 column, 1031 columns: past the
-    registers of a small block), registers-only and re-reading schedules, vector and one-value kernels."""
+    registers of a small block), registers-only and re-reading schedules, vector and one-value kernels, rows on
+    a block, on part of a warp and on a whole warp."""
     target = "nvidia_a100" if get_manager().target("nvidia_h100").backend.gpu_here() == "sm_80" else "nvidia_h100"
     for cols, params in ((4096, None), (4096, {"THREADS": 128, "ITEMS": 4, "VEC": 4, "ROWS": 1}),
-                         (256, None), (256, {"THREADS": 128, "ITEMS": 1, "VEC": 4, "ROWS": 8})):
+                         (256, None), (256, {"THREADS": 128, "ITEMS": 1, "VEC": 4, "ROWS": 8}),
+                         (512, None), (512, {"THREADS": 128, "ITEMS": 2, "VEC": 4, "ROWS": 4})):
         problem = resolve_problem(op, {"rows": 2048, "cols": cols}, dtype, None)
         params = params or CudaRows().space(problem, get_manager().target(target).spec.facts).default()
         path = tmp_path / f"{op}{cols}{params['THREADS']}{params['ROWS']}.py"
