@@ -96,13 +96,16 @@ class TritonGpuRunner(Runner):
     enqueued the timed call. Without it, a call whose host side (a Triton launch from Python costs tens of
     microseconds) outlasts the flush left the GPU idle inside the timed window, which doubled the time of 25 us
     kernels while eager's C++-launched ones were unaffected. The spin is at least ``preroll_cycles`` and at
-    least twice the slowest call's host side, measured before timing: a launch with host-side tensor
-    descriptors took 72 us of host time on the lent H100 machine, and behind the fixed 200k cycles its kernel
-    timed 115 us per call against 104 us behind 800k (bench/timing_methods.py)."""
+    least twice the slowest call's host side, measured before timing. 200k cycles (about 100 us) was too
+    little on the lent H100 machine: a launch with host-side tensor descriptors (72 us of host time) timed 115
+    us per call behind it against 104 us behind 800k, and torch.compile of rms_norm 4096x512 bf16 (51-75 us of
+    host time back to back) timed 19.5 and 57.3 us per call behind 200k, 7.2 and 6.8 behind 800k (ten calls a
+    sample, one call a sample), while the kernel and a copy kept their 6.8-7.3 us (bench/timing_methods.py,
+    2026-11-25)."""
 
     cold_cache = True
-    #: the least spin: about 100 us at H100/MI300 clocks
-    preroll_cycles = 200_000
+    #: the least spin: about 400 us at H100/MI300 clocks
+    preroll_cycles = 800_000
 
     def __init__(self, device: str = "cuda", flush_bytes: int = 256 << 20) -> None:
         self.device = device
