@@ -818,7 +818,7 @@ def traffic_table(measured: dict, rows: list[dict], info: dict) -> str:
         if not found:
             return "", ""
         if "error" in found:
-            return "failed", found["error"][:80]
+            return "failed", found["error"][:80].replace("|", "/")
         rate = found["dram_bytes"] / found["duration_s"]
         return f"{found['duration_s'] * 1e6:.1f} us", f"{found['dram_fraction']:.0%}, {rate / 1e12:.2f} TB/s"
 

@@ -266,8 +266,8 @@ class CudaRows(Recipe):
         groups = -(-int(problem.dims.get("cols", 1024)) // vec.default)
         per_row = min(1024, next_pow2(-(-groups // 2)))  # threads a row, 2 groups each where the block allows
         # rows a warp or less can hold: a lane group of one warp per row, several rows in a 128-thread block (one
-        # 32-thread block per row left half an H100 SM's threads idle: 32 blocks per SM at most; 4096x512 bf16 ran
-        # in 9.0 us per call that way, against torch.compile's 7.1)
+        # 32-thread block per row left half an H100 SM's threads idle, 32 blocks per SM at most: rms_norm 4096x512
+        # bf16 took 9.3 us per call that way, 7.3 us this way)
         if per_row <= 32:
             threads, rows = 128, 128 // per_row
         else:
