@@ -99,9 +99,9 @@ class TritonGpuRunner(Runner):
     least twice the slowest call's host side, measured before timing. 200k cycles (about 100 us) was too
     little on the lent H100 machine: a launch with host-side tensor descriptors (72 us of host time) timed 115
     us per call behind it against 104 us behind 800k, and torch.compile of rms_norm 4096x512 bf16 (51-75 us of
-    host time back to back) timed 19.5 and 57.3 us per call behind 200k, 7.2 and 6.8 behind 800k (ten calls a
-    sample, one call a sample), while the kernel and a copy kept their 6.8-7.3 us (bench/timing_methods.py,
-    2026-11-25)."""
+    host time back to back) timed 7.4 and 6.8 us per call in one pass behind 200k (ten calls a sample, one call
+    a sample) but 19.5 and 57.3 in the next, and 7.2 and 6.8 behind 800k, while the kernel and a copy kept their
+    6.8-7.3 us throughout (bench/timing_methods.py, 2026-11-25)."""
 
     cold_cache = True
     #: the least spin: about 400 us at H100/MI300 clocks
