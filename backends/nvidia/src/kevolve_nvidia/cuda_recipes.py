@@ -209,25 +209,29 @@ __device__ __forceinline__ float row_reduce(float v, float* partials, Op op) {
 """
 
 
+def each_group(in_registers: str, read_again: str) -> str:
+    """The loops over this thread's groups of ``V`` columns of its row (first column ``c0``): the first ``ITEMS``
+    groups held in registers (``v[k]``), then the rest of a row wider than the block holds, each loaded into
+    ``p`` first. ``in_registers`` and ``read_again`` are the code for one group in each."""
+    return f"""#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {{
+        const int c0 = (lane + k * TPR) * V;
+        if (c0 < ncols) {{{in_registers}}}
+    }}
+    for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
+        const pack<V> p = load<V>(xr + c0);{read_again}
+    }}"""
+
+
 def each_value(body: str, keep: str = "") -> str:
     """``body`` for every column ``c`` of this thread's row with its value ``t``: the first ``ITEMS`` groups of
     ``V`` from registers (``v``, indexed at compile time), the rest read again from memory (rows wider than a
     block holds). With ``keep``, the registers hold that expression afterwards (a value computed once, not in
     each pass)."""
     kept = f" v[k][j] = {keep};" if keep else ""
-    return f"""#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {{
-        const int c0 = (lane + k * TPR) * V;
-        if (c0 < ncols) {{
-#pragma unroll
-            for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = v[k][j]; {body}{kept} }}
-        }}
-    }}
-    for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
-        const pack<V> p = load<V>(xr + c0);
-#pragma unroll
-        for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = ld(p.e[j]); {body} }}
-    }}"""
+    each = "for (int j = 0; j < V; ++j) {{ const int c = c0 + j; const float t = {}; {} }}"
+    return each_group(f"\n#pragma unroll\n            {each.format('v[k][j]', body + kept)}\n        ",
+                      f"\n#pragma unroll\n        {each.format('ld(p.e[j])', body)}")
 
 
 def each_output(value: str, operands: tuple[str, ...], again: str = "ld(p.e[j])") -> str:
@@ -237,14 +241,8 @@ def each_output(value: str, operands: tuple[str, ...], again: str = "ld(p.e[j])"
     body = "".join(f"const pack<V> {w}_p = load<V>({w} + c0); " for w in operands) + \
         f"pack<V> o;\n#pragma unroll\n        for (int j = 0; j < V; ++j) {{ T; put(o.e[j], {value}); }}\n" \
         "        store<V>(yr + c0, o);"
-    return f"""#pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {{
-        const int c0 = (lane + k * TPR) * V;
-        if (c0 < ncols) {{ {body.replace("T;", "const float t = v[k][j];")} }}
-    }}
-    for (int c0 = (lane + ITEMS * TPR) * V; c0 < ncols; c0 += TPR * V) {{
-        const pack<V> p = load<V>(xr + c0); {body.replace("T;", f"const float t = {again};")}
-    }}"""
+    return each_group(f" {body.replace('T;', 'const float t = v[k][j];')} ",
+                      f" {body.replace('T;', f'const float t = {again};')}")
 
 
 class CudaRows(Recipe):
