@@ -424,22 +424,16 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
 
 
 def load_kernel_file(source: str, tmp: Path, name: str):
-    """Write a kernel file under ``tmp`` and import its launcher ``kernel``; a CUDA C++ file's launcher runs on
-    PyTorch's current stream, as the NVIDIA runner runs it (else graph capture on a side stream fails)."""
-    import importlib.util
-
-    from kevolve.api import PYTHON_LANGUAGES
+    """Write a kernel file under ``tmp`` and load its launcher ``kernel`` as the NVIDIA runner does (a CUDA C++
+    file's launcher then runs on PyTorch's current stream, else graph capture on a side stream fails)."""
+    from kevolve.api import guess_language
+    from kevolve.backend.toolchain import BuildResult
+    from kevolve_nvidia.cuda_runner import NvidiaGpuRunner
 
     path = tmp / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if PYTHON_LANGUAGES["cuda"] in source:
-        from kevolve_nvidia.cuda_stream import on_torch_stream
-
-        return on_torch_stream(module.kernel)
-    return module.kernel
+    language = guess_language(path, source, ("triton", "cuda"))
+    return NvidiaGpuRunner().load(BuildResult(language=language, artifact=str(path)))
 
 
 def capture(fn, calls: int = 1) -> torch.cuda.CUDAGraph:
