@@ -258,19 +258,21 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
                   if r.get("diagnosis_kind") == d.MEMORY_BOUND]
         memory = [(r, f) for r, f in memory if f is not None]
         name = lambda r: f"{r['op']} {r['dtype']} {'x'.join(str(v) for v in r['shape'].values())}"  # noqa: E731
+        # one decimal: a row at 79.9% is below the goal and must not read 80%
+        below = lambda pairs: [f"{name(r)} ({f:.1%})" for r, f in pairs if f < 0.8]  # noqa: E731
         if memory:
-            low = [f"{name(r)} ({f:.0%})" for r, f in memory if f < 0.8]
+            low = below(memory)
             lines += ["", f"Memory-bound rows (classifier verdict) at >= 80% of the copy bandwidth, per call (`BW`): "
                           f"{len(memory) - len(low)} of {len(memory)}" + (f"; below: {', '.join(low)}." if low else ".")]
             graphed = [(r, r["bytes"] / r["device_s"]["kernel"] / r.get("copy_bytes_per_s", copy_bps))
                        for r, _ in memory if r.get("device_s", {}).get("kernel") and r.get("bytes")]
             if graphed:
-                low = [f"{name(r)} ({f:.0%})" for r, f in graphed if f < 0.8]
+                low = below(graphed)
                 lines.append(f"By device time in a CUDA graph (`BW graph`): {len(graphed) - len(low)} of {len(graphed)}"
                              + (f"; below: {', '.join(low)}." if low else "."))
             counted = [(r, f) for r, _ in memory if (f := ncu_fraction(r, copy_ncu)) is not None]
             if counted:
-                low = [f"{name(r)} ({f:.0%})" for r, f in counted if f < 0.8]
+                low = below(counted)
                 lines.append(f"By the DRAM traffic ncu counted (`BW ncu`): {len(counted) - len(low)} of "
                              f"{len(counted)}" + (f"; below: {', '.join(low)}." if low else "."))
         at_copy = [name(r) for r in timed if "copy" in r["timings"] and "compile" in r["timings"]
@@ -309,12 +311,25 @@ def write_tables(out: Path, target: str, info: dict, copy_bps: float, rows: list
             + (f" (`{p['device']['command']}`)" if p["device"].get("command") else "") + ", copy "
             + ("not recorded in that run, the next run's value used" if p.get("borrowed")
                else f"{p['copy_bytes_per_s'] / 1e12:.2f} TB/s") for p in parts) + ".\n"
+    text += runs_listing(rows)
     (out / f"{target}.md").write_text(text)
     (out / f"{target}.json").write_text(json.dumps({"device": info, "copy_bytes_per_s": copy_bps, "rows": rows,
                                                      "verdicts": verdict_rows, "budgets": budgets, "parts": parts or []}, default=str))
     if verdict_rows:
         (out / f"{target}_verdicts.md").write_text(verdict_table(verdict_rows, info))
     return text
+
+
+def runs_listing(rows: list[dict]) -> str:
+    """Each re-timing run's ratio for the rows that ``combine`` took as a median of several, so that a merged
+    table keeps them too."""
+    combined = [r for r in rows if r.get("runs_vs_compile")]
+    if not combined:
+        return ""
+    lines = ["", "vs torch.compile in each run (in run order; the row above is the median run's):", ""]
+    lines += [f"- {r['op']} {' '.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']}: "
+              + ", ".join(f"{x:.2f}x" for x in r["runs_vs_compile"]) for r in combined]
+    return "\n".join(lines) + "\n"
 
 
 def load_part(path: Path, target: str) -> dict:
@@ -383,23 +398,23 @@ def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path]
     summary = [{"device": r["device"], "copy_bytes_per_s": r["copy_bytes_per_s"], "rows": r["rows"]} for r in runs]
     text = write_tables(out, target, info, runs[-1]["copy_bytes_per_s"], rows, [], runs[-1].get("budgets") or {},
                         summary)
-    lines = ["", "vs torch.compile in each run (in run order; the row above is the median run's):", ""]
-    lines += [f"- {r['op']} {' '.join(f'{k}={v}' for k, v in r['shape'].items())} {r['dtype']}: "
-              + ", ".join(f"{x:.2f}x" for x in r["runs_vs_compile"]) for r in rows]
     run_means = [statistics.geometric_mean(x["speedups"]["compile"]["median"] for x in run["rows"] if _measured(x))
                  for run in runs]
-    lines += ["", "Geometric mean vs torch.compile of each run alone: "
-              + ", ".join(f"{mean:.3f}x ({run['device']['date']})" for mean, run in zip(run_means, runs)) + "."]
+    means = ("\nGeometric mean vs torch.compile of each run alone: "
+             + ", ".join(f"{mean:.3f}x ({run['device']['date']})" for mean, run in zip(run_means, runs)) + ".\n")
     with (out / f"{target}.md").open("a") as md:
-        md.write("\n".join(lines) + "\n")
-    print(text + "\n".join(lines))
+        md.write(means)
+    print(text + means)
     return 0
 
 
-def merge(paths: list[Path], out: Path, target: str) -> int:
+def merge(paths: list[Path], out: Path, target: str, keep_cases: bool = False) -> int:
     """Join parts of one evaluation; a case searched in more than one part keeps the latest part's row (a
-    re-search after a recipe changed). A part without its own device record (a run cut short before writing
-    it) borrows the nearest part's and says so in the table."""
+    re-search after a recipe changed). With ``keep_cases`` the table has the first part's cases only, and later
+    parts just replace some of them (a re-search of a few rows that also searched other cases). A row that
+    carries its own run's copy bandwidth (one ``combine`` took from one of several runs) keeps it. A part without
+    its own device record (a run cut short before writing it) borrows the nearest part's and says so in the
+    table."""
     parts = [load_part(p, target) for p in paths]
     known = [p for p in parts if p["device"]]
     rows, verdicts = [], []
@@ -410,7 +425,9 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
             part["copy_bytes_per_s"] = known[0]["copy_bytes_per_s"]
             part["borrowed"] = True
         for row in part["rows"] + part["verdicts"]:
-            row["copy_bytes_per_s"] = part["copy_bytes_per_s"]
+            row.setdefault("copy_bytes_per_s", part["copy_bytes_per_s"])
+        if keep_cases and rows:
+            part["rows"] = [r for r in part["rows"] if _case(r) in {_case(old) for old in rows}]
         replaced = {_case(new) for new in part["rows"]}
         rows = [r for r in rows if _case(r) not in replaced] + part["rows"]
         verdicts += part["verdicts"]
@@ -418,8 +435,9 @@ def merge(paths: list[Path], out: Path, target: str) -> int:
     budgets = {f"part {i + 1}": p.get("budgets") or "see note" for i, p in enumerate(parts)}
     summary = [{"device": p["device"], "copy_bytes_per_s": p["copy_bytes_per_s"], "rows": p["rows"],
                 "borrowed": p.get("borrowed", False)} for p in parts]
-    print(write_tables(out, target, known[0]["device"], known[0]["copy_bytes_per_s"], rows, verdicts, budgets,
-                       summary))
+    info = {**known[0]["device"], "command": "python bench/gpu_bench.py --merge " + " ".join(map(str, paths))
+            + (" --keep-cases" if keep_cases else "")}
+    print(write_tables(out, target, info, known[0]["copy_bytes_per_s"], rows, verdicts, budgets, summary))
     return 0
 
 
@@ -870,6 +888,8 @@ def main() -> int:
                         "each case's median run (see combine)")
     parser.add_argument("--merge", nargs="*", help="combine the JSON results of earlier runs (one per part) into "
                         "one table under --out, instead of running")
+    parser.add_argument("--keep-cases", action="store_true", help="with --merge: only the first part's cases; "
+                        "later parts replace rows of them and add none")
     parser.add_argument("--deadline-s", type=float, default=1e9, help="start no new case after this many seconds")
     parser.add_argument("--retime-deadline-s", type=float, default=1e9,
                         help="re-time no further kernel after this many seconds from the start")
@@ -896,7 +916,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.merge:
-        return merge([Path(m) for m in args.merge], out, args.target)
+        return merge([Path(m) for m in args.merge], out, args.target, args.keep_cases)
     if args.combine:
         return combine([Path(m) for m in args.combine], out, args.target, [Path(t) for t in args.traffic or []])
     started = time.time()

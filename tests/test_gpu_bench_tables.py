@@ -43,7 +43,7 @@ def row(op: str, kernel_s: float, compile_s: float | None, copy_s: float, *, fai
 def write_run(path: Path, rows: list[dict], date: str) -> Path:
     path.mkdir()
     (path / "nvidia_h100.json").write_text(json.dumps({"device": {**INFO, "date": date}, "copy_bytes_per_s": COPY_BPS,
-                                                         "rows": rows}))
+                                                         "rows": rows, "verdicts": []}))
     return path
 
 
@@ -148,3 +148,34 @@ def test_the_compile_yardstick_file_runs_torch_compile_of_the_rows_op(tmp_path):
     counters.clear()
     kernel(inputs, [torch.empty(256)])
     assert counters["stats"]["unique_graphs"] == 1
+
+
+def test_merge_with_keep_cases_replaces_rows_and_keeps_each_rows_own_copy(tmp_path, capsys):
+    """The committed table is a combined re-timing with one row replaced by a later re-search that also searched
+    other cases: only the shared case is replaced, the combined rows keep the copy bandwidth of the run they came
+    from (not the last run's), and every run's ratio stays listed."""
+    slow_copy = {**row("exp", 100e-6, 104e-6, 98e-6), "copy_bytes_per_s": 2e12, "runs_vs_compile": [1.04, 1.0]}
+    combined = write_run(tmp_path / "combined", [slow_copy, row("relu", 100e-6, 110e-6, 99e-6)],
+                         "2026-11-25 09:00 UTC")
+    research = write_run(tmp_path / "research", [row("relu", 80e-6, 110e-6, 79e-6), row("gelu", 1e-4, 1e-4, 1e-4)],
+                         "2026-11-25 10:00 UTC")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert gpu_bench.merge([combined, research], out, "nvidia_h100", keep_cases=True) == 0
+    capsys.readouterr()
+    merged = {r["op"]: r for r in json.loads((out / "nvidia_h100.json").read_text())["rows"]}
+    assert sorted(merged) == ["exp", "relu"]
+    assert merged["relu"]["timings"]["kernel"]["median"] == pytest.approx(80e-6)
+    assert merged["exp"]["copy_bytes_per_s"] == 2e12 and merged["relu"]["copy_bytes_per_s"] == COPY_BPS
+    text = (out / "nvidia_h100.md").read_text()
+    assert "- exp n=16777216 float32: 1.04x, 1.00x\n" in text
+    assert "Command: `python bench/gpu_bench.py --merge " in text and "--keep-cases`" in text
+    assert gpu_bench.merge([combined, research], out, "nvidia_h100") == 0
+    capsys.readouterr()
+    assert "gelu" in {r["op"] for r in json.loads((out / "nvidia_h100.json").read_text())["rows"]}
+
+
+def test_rows_just_under_the_bandwidth_goal_do_not_round_up_to_it():
+    """64e6 bytes at 80.2 us against a 1 TB/s copy is 79.8%: listed as below, and not as 80%."""
+    text = gpu_bench.table([row("exp", 80.2e-6, 90e-6, 79e-6)], INFO, 1e12, {})
+    assert "at >= 80% of the copy bandwidth, per call (`BW`): 0 of 1; below: exp float32 16777216 (79.8%)." in text
