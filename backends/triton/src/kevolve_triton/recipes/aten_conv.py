@@ -24,6 +24,7 @@ Values are loaded in their storage dtype, computed in float32 and stored in the 
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from kevolve import diagnosis as d
@@ -105,6 +106,24 @@ def _flat_offsets() -> str:
     correctly) and their mask."""
     return """    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < total"""
+
+
+def _mode(k: KernelSpec, modes: Container[str], what: str) -> str:
+    """The kernel's ``mode`` attribute, checked against the modes the recipe has code for."""
+    mode = k.attrs.get("mode")
+    if mode not in modes:
+        raise ValueError(f"{what} mode {mode!r}")
+    return str(mode)
+
+
+def _take_tensors(names: list[str], dtypes: list[str]) -> str:
+    """The launcher lines that decline a call with other than ``len(names) - 1`` inputs and one output, name the
+    tensors and check their dtypes (the last name is the output)."""
+    inputs = ", ".join(f"inputs[{i}]" for i in range(len(names) - 1))
+    return f"""    if len(inputs) != {len(names) - 1} or len(outputs) != 1:
+        _decline("wrong number of tensors")
+    {", ".join(names)} = {inputs}, outputs[0]
+    _check_dtypes([{", ".join(names)}], ({", ".join(dtypes)}))"""
 
 
 def _launch(name: str, args: str, params: dict[str, Any]) -> str:
@@ -397,11 +416,9 @@ class TritonAtenAdaptivePool(_AtenConvRecipe):
 
     def launcher(self, k: KernelSpec, params: dict[str, Any]) -> str:
         args = "x, out, total, *I, *O, *M"
+        tensors = _take_tensors(["x", "out"], [repr(k.inputs[0][1]), repr(k.outputs[0])])
         return f"""def kernel(inputs, outputs):
-    if len(inputs) != 1 or len(outputs) != 1:
-        _decline("wrong number of tensors")
-    x, out = inputs[0], outputs[0]
-    _check_dtypes([x, out], ({k.inputs[0][1]!r}, {k.outputs[0]!r}))
+{tensors}
     S = x.dim() - 2
     if S < 1 or S > 3 or out.dim() < S:
         _decline("shape")
@@ -548,25 +565,18 @@ class TritonAtenResize(_AtenConvRecipe):
     name = "triton.aten_resize"
     layouts = ("resize",)
 
-    def _mode(self, k: KernelSpec) -> str:
-        mode = k.attrs.get("mode")
-        if mode not in RESIZE_TAPS:
-            raise ValueError(f"interpolate mode {mode!r}")
-        return str(mode)
-
     def device(self, k: KernelSpec) -> str:
-        self._mode(k)
+        _mode(k, RESIZE_TAPS, "interpolate")
         return _RESIZE_DEVICE.format(offsets=_flat_offsets())
 
     def launcher(self, k: KernelSpec, params: dict[str, Any]) -> str:
-        mode = self._mode(k)
+        mode = _mode(k, RESIZE_TAPS, "interpolate")
         args = (f"x, align, scales, out, total, *I, *O, S=S, MODE={mode!r}, TAPS=taps, T0=taps if S >= 3 else 1, "
                 "T1=taps if S >= 2 else 1")
+        tensors = _take_tensors(["x", "align", "scales", "out"],
+                                [repr(k.inputs[0][1]), '"int64"', '"float64"', repr(k.outputs[0])])
         return f"""def kernel(inputs, outputs):
-    if len(inputs) != 3 or len(outputs) != 1:
-        _decline("wrong number of tensors")
-    x, align, scales, out = inputs[0], inputs[1], inputs[2], outputs[0]
-    _check_dtypes([x, align, scales, out], ({k.inputs[0][1]!r}, "int64", "float64", {k.outputs[0]!r}))
+{tensors}
     S = x.dim() - 2
     if S < 1 or S > 3 or out.dim() != x.dim() or align.numel() != 1 or scales.numel() != S:
         _decline("shape")
@@ -649,23 +659,16 @@ class TritonAtenPad(_AtenConvRecipe):
     name = "triton.aten_pad"
     layouts = ("pad",)
 
-    def _mode(self, k: KernelSpec) -> str:
-        mode = k.attrs.get("mode")
-        if mode not in PAD_MODES:
-            raise ValueError(f"pad mode {mode!r}")
-        return str(mode)
-
     def device(self, k: KernelSpec) -> str:
-        return _pad_device(self._mode(k))
+        return _pad_device(_mode(k, PAD_MODES, "pad"))
 
     def launcher(self, k: KernelSpec, params: dict[str, Any]) -> str:
-        self._mode(k)
+        _mode(k, PAD_MODES, "pad")
         args = "x, before, value, out, total, *N, *O, LEAD=lead"
+        tensors = _take_tensors(["x", "before", "value", "out"],
+                                [repr(k.inputs[0][1]), '"int64"', '"float64"', repr(k.outputs[0])])
         return f"""def kernel(inputs, outputs):
-    if len(inputs) != 3 or len(outputs) != 1:
-        _decline("wrong number of tensors")
-    x, before, value, out = inputs[0], inputs[1], inputs[2], outputs[0]
-    _check_dtypes([x, before, value, out], ({k.inputs[0][1]!r}, "int64", "float64", {k.outputs[0]!r}))
+{tensors}
     nd = x.dim()
     if nd > {PAD_DIMS} or out.dim() != nd or before.numel() != nd or value.numel() != 1:
         _decline("shape")
