@@ -89,3 +89,18 @@ def test_every_kernel_kind_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monk
     assert language == "triton" and not why
     assert "libdevice" not in source and "torch" not in source
     assert compile_ahead(source, tmp_path / "kernel.py", case) == ["cuda:90", "hip:gfx942"]
+
+
+def test_a_mode_without_code_is_an_error_that_names_it():
+    """A kernel spec asking for a pad or interpolate mode the recipes have no code for fails at rendering with the
+    mode named, rather than rendering a kernel for some other mode."""
+    from kevolve.conformance.kernel import KernelSpec
+
+    for recipe, layout, what in ((aten_conv.TritonAtenPad(), "pad", "pad"),
+                                 (aten_conv.TritonAtenResize(), "resize", "interpolate")):
+        spec = KernelSpec(op="x", inputs=(("x", "float32"),), outputs=("float32",), expr=None, layout=layout,
+                          attrs={"mode": "wraparound"})
+        with pytest.raises(ValueError, match=f"{what} mode 'wraparound'"):
+            recipe.device(spec)
+        with pytest.raises(ValueError, match=f"{what} mode 'wraparound'"):
+            recipe.launcher(spec, {"BLOCK": 256})
