@@ -186,7 +186,8 @@ def test_unreachable_endpoint_is_an_llm_error(protocol, monkeypatch):
     with pytest.raises(LLMError) as caught:
         client.complete(REQUEST)
     assert not isinstance(caught.value, LLMConfigError)
-    assert "127.0.0.1" in str(caught.value)
+    assert str(caught.value).startswith("cannot reach http://127.0.0.1:") and "after 1 attempt(s)" in str(caught.value)
+    assert caught.value.attempts == 1
 
 
 @pytest.fixture(params=["anthropic", "openai"])

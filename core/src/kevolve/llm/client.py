@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from kevolve.errors import KevolveError
 
@@ -117,3 +118,27 @@ def attempts_of(exc: BaseException, fallback: int) -> int:
         return int(request.headers["x-stainless-retry-count"]) + 1  # type: ignore[union-attr]
     except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
         return fallback
+
+
+def status_failure(provider: str, exc: Any, detail: str, fallback: int) -> LLMError:
+    """An SDK's ``APIStatusError``: 429 and 5xx come after the SDK's retries, other statuses at once."""
+    status = exc.status_code
+    attempts = attempts_of(exc, fallback if retried_status(status) else 1)
+    kind = "rate limited" if status == 429 else "request failed"
+    return LLMError(f"{provider} {kind}: HTTP {status} after {attempts} attempt(s): {detail}",
+                    attempts=attempts, status=status)
+
+
+def timeout_failure(provider: str, exc: BaseException, timeout_s: float, fallback: int) -> LLMError:
+    """An SDK's ``APITimeoutError``, with the setting that raises the limit."""
+    attempts = attempts_of(exc, fallback)
+    return LLMError(f"{provider} request timed out ({timeout_s:g} s per attempt, {attempts} attempt(s)); raise it "
+                    "with timeout_s=SECONDS", attempts=attempts)
+
+
+def connection_failure(base_url: str, exc: BaseException, detail: str, fallback: int) -> LLMError:
+    """An SDK's ``APIConnectionError``: the cause the SDK wrapped (refused, DNS, TLS) says most."""
+    attempts = attempts_of(exc, fallback)
+    cause = exc.__cause__ or exc.__context__
+    return LLMError(f"cannot reach {base_url} after {attempts} attempt(s): {cause or detail}", attempts=attempts)
+

@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 
 from kevolve.llm.client import (ChatClient, ChatRequest, Completion, LLMConfigError, LLMError, LLMSettings,
-                                attempts_of, retried_status)
+                                connection_failure, status_failure, timeout_failure)
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 URL_VARIABLE = "ANTHROPIC_BASE_URL"
@@ -84,19 +84,11 @@ class AnthropicClient(ChatClient):
                 "endpoint serves, e.g. `--synthesizer anthropic:claude-sonnet-4-5`, or fix base_url / "
                 f"{URL_VARIABLE}.") from None
         except anthropic.APIStatusError as exc:  # 429, 5xx/529 after retries; 400, 413, 422 at once
-            attempts = attempts_of(exc, fallback if retried_status(exc.status_code) else 1)
-            kind = "rate limited" if exc.status_code == 429 else "request failed"
-            raise LLMError(f"anthropic {kind}: HTTP {exc.status_code} after {attempts} attempt(s): {_detail(exc)}",
-                           attempts=attempts, status=exc.status_code) from None
+            raise status_failure(self.provider, exc, _detail(exc), fallback) from None
         except anthropic.APITimeoutError as exc:
-            attempts = attempts_of(exc, fallback)
-            raise LLMError(f"anthropic request timed out ({self.settings.timeout_s:g} s per attempt, "
-                           f"{attempts} attempt(s)); raise it with timeout_s=SECONDS", attempts=attempts) from None
+            raise timeout_failure(self.provider, exc, self.settings.timeout_s, fallback) from None
         except anthropic.APIConnectionError as exc:
-            attempts = attempts_of(exc, fallback)
-            cause = exc.__cause__ or exc.__context__
-            raise LLMError(f"cannot reach {self.base_url} after {attempts} attempt(s): "
-                           f"{cause or _detail(exc)}", attempts=attempts) from None
+            raise connection_failure(self.base_url, exc, _detail(exc), fallback) from None
         except anthropic.AnthropicError as exc:  # malformed response, credentials helper, ...
             raise LLMError(f"anthropic request failed: {type(exc).__name__}: {exc}") from None
         text = "".join(getattr(block, "text", "") or "" for block in (message.content or [])

@@ -15,7 +15,7 @@ from typing import Any
 import openai
 
 from kevolve.llm.client import (ChatClient, ChatRequest, Completion, LLMConfigError, LLMError, LLMSettings,
-                                attempts_of, retried_status)
+                                connection_failure, status_failure, timeout_failure)
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 URL_VARIABLES = ("KEVOLVE_OPENAI_BASE_URL", "OPENAI_BASE_URL")
@@ -83,19 +83,11 @@ class OpenAIClient(ChatClient):
                 "server serves (`curl $OPENAI_BASE_URL/models` lists them), and check that the endpoint ends in "
                 "/v1.") from None
         except openai.APIStatusError as exc:  # 429, 5xx after retries; 400, 413, 422 at once
-            attempts = attempts_of(exc, fallback if retried_status(exc.status_code) else 1)
-            kind = "rate limited" if exc.status_code == 429 else "request failed"
-            raise LLMError(f"openai {kind}: HTTP {exc.status_code} after {attempts} attempt(s): {_detail(exc)}",
-                           attempts=attempts, status=exc.status_code) from None
+            raise status_failure(self.provider, exc, _detail(exc), fallback) from None
         except openai.APITimeoutError as exc:
-            attempts = attempts_of(exc, fallback)
-            raise LLMError(f"openai request timed out ({self.settings.timeout_s:g} s per attempt, "
-                           f"{attempts} attempt(s)); raise it with timeout_s=SECONDS", attempts=attempts) from None
+            raise timeout_failure(self.provider, exc, self.settings.timeout_s, fallback) from None
         except openai.APIConnectionError as exc:
-            attempts = attempts_of(exc, fallback)
-            cause = exc.__cause__ or exc.__context__
-            raise LLMError(f"cannot reach {self.base_url} after {attempts} attempt(s): "
-                           f"{cause or _detail(exc)}", attempts=attempts) from None
+            raise connection_failure(self.base_url, exc, _detail(exc), fallback) from None
         except openai.OpenAIError as exc:  # malformed response, ...
             raise LLMError(f"openai request failed: {type(exc).__name__}: {exc}") from None
         choices = getattr(completion, "choices", None) or []
