@@ -120,12 +120,25 @@ def attempts_of(exc: BaseException, fallback: int) -> int:
         return fallback
 
 
-def status_failure(provider: str, exc: Any, detail: str, fallback: int) -> LLMError:
+def error_detail(exc: BaseException) -> str:
+    """The server's own words for a failed SDK call: the error object's message where the body has one (the
+    Anthropic SDK also lifts it into ``api_message``; the OpenAI SDK may hand over the error object alone, or a
+    bare string), else the SDK's message."""
+    message = getattr(exc, "api_message", None)
+    if not message:
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):
+            error = body.get("error", body)
+            message = error.get("message") if isinstance(error, dict) else error
+    return str(message or getattr(exc, "message", None) or exc)
+
+
+def status_failure(provider: str, exc: Any, fallback: int) -> LLMError:
     """An SDK's ``APIStatusError``: 429 and 5xx come after the SDK's retries, other statuses at once."""
     status = exc.status_code
     attempts = attempts_of(exc, fallback if retried_status(status) else 1)
     kind = "rate limited" if status == 429 else "request failed"
-    return LLMError(f"{provider} {kind}: HTTP {status} after {attempts} attempt(s): {detail}",
+    return LLMError(f"{provider} {kind}: HTTP {status} after {attempts} attempt(s): {error_detail(exc)}",
                     attempts=attempts, status=status)
 
 
@@ -136,9 +149,10 @@ def timeout_failure(provider: str, exc: BaseException, timeout_s: float, fallbac
                     "with timeout_s=SECONDS", attempts=attempts)
 
 
-def connection_failure(base_url: str, exc: BaseException, detail: str, fallback: int) -> LLMError:
+def connection_failure(base_url: str, exc: BaseException, fallback: int) -> LLMError:
     """An SDK's ``APIConnectionError``: the cause the SDK wrapped (refused, DNS, TLS) says most."""
     attempts = attempts_of(exc, fallback)
     cause = exc.__cause__ or exc.__context__
-    return LLMError(f"cannot reach {base_url} after {attempts} attempt(s): {cause or detail}", attempts=attempts)
+    return LLMError(f"cannot reach {base_url} after {attempts} attempt(s): {cause or error_detail(exc)}",
+                    attempts=attempts)
 

@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 
 from kevolve.llm.client import (ChatClient, ChatRequest, Completion, LLMConfigError, LLMError, LLMSettings,
-                                connection_failure, status_failure, timeout_failure)
+                                connection_failure, error_detail, status_failure, timeout_failure)
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 URL_VARIABLE = "ANTHROPIC_BASE_URL"
@@ -26,16 +26,6 @@ def _accepts(function: Any, name: str) -> bool:
         return name in inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
-
-
-def _detail(exc: BaseException) -> str:
-    message = getattr(exc, "api_message", None)
-    if not message:
-        body = getattr(exc, "body", None)
-        if isinstance(body, dict):
-            error = body.get("error")
-            message = error.get("message") if isinstance(error, dict) else None
-    return str(message or getattr(exc, "message", None) or exc)
 
 
 class AnthropicClient(ChatClient):
@@ -72,23 +62,23 @@ class AnthropicClient(ChatClient):
             message = raw.parse()
         except anthropic.AuthenticationError as exc:
             raise LLMConfigError(
-                f"Anthropic rejected the API key (HTTP 401 from {self.base_url}): {_detail(exc)}. "
+                f"Anthropic rejected the API key (HTTP 401 from {self.base_url}): {error_detail(exc)}. "
                 f"Check {KEY_VARIABLE}.") from None
         except anthropic.PermissionDeniedError as exc:
             raise LLMConfigError(
                 f"the API key in {KEY_VARIABLE} may not use model {self.model!r} (HTTP 403 from {self.base_url}): "
-                f"{_detail(exc)}. Use a key with access to it, or another model.") from None
+                f"{error_detail(exc)}. Use a key with access to it, or another model.") from None
         except anthropic.NotFoundError as exc:
             raise LLMConfigError(
-                f"model {self.model!r} not found at {self.base_url} (HTTP 404): {_detail(exc)}. Name a model the "
+                f"model {self.model!r} not found at {self.base_url} (HTTP 404): {error_detail(exc)}. Name a model the "
                 "endpoint serves, e.g. `--synthesizer anthropic:claude-sonnet-4-5`, or fix base_url / "
                 f"{URL_VARIABLE}.") from None
         except anthropic.APIStatusError as exc:  # 429, 5xx/529 after retries; 400, 413, 422 at once
-            raise status_failure(self.provider, exc, _detail(exc), fallback) from None
+            raise status_failure(self.provider, exc, fallback) from None
         except anthropic.APITimeoutError as exc:
             raise timeout_failure(self.provider, exc, self.settings.timeout_s, fallback) from None
         except anthropic.APIConnectionError as exc:
-            raise connection_failure(self.base_url, exc, _detail(exc), fallback) from None
+            raise connection_failure(self.base_url, exc, fallback) from None
         except anthropic.AnthropicError as exc:  # malformed response, credentials helper, ...
             raise LLMError(f"anthropic request failed: {type(exc).__name__}: {exc}") from None
         text = "".join(getattr(block, "text", "") or "" for block in (message.content or [])

@@ -15,21 +15,12 @@ from typing import Any
 import openai
 
 from kevolve.llm.client import (ChatClient, ChatRequest, Completion, LLMConfigError, LLMError, LLMSettings,
-                                connection_failure, status_failure, timeout_failure)
+                                connection_failure, error_detail, status_failure, timeout_failure)
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 URL_VARIABLES = ("KEVOLVE_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 #: sent when an endpoint is set but no key: self-hosted servers accept anything (or nothing)
 PLACEHOLDER_KEY = "kevolve-no-key"
-
-
-def _detail(exc: BaseException) -> str:
-    body = getattr(exc, "body", None)
-    message = None
-    if isinstance(body, dict):  # the SDK hands over the body's "error" object (or the whole body)
-        error = body.get("error", body)
-        message = error.get("message") if isinstance(error, dict) else error
-    return str(message or getattr(exc, "message", None) or exc)
 
 
 class OpenAIClient(ChatClient):
@@ -72,22 +63,23 @@ class OpenAIClient(ChatClient):
         except openai.AuthenticationError as exc:
             where = ("the server wants a key: set OPENAI_API_KEY" if self.keyless
                      else "check OPENAI_API_KEY")
-            raise LLMConfigError(f"{self.base_url} rejected the API key (HTTP 401): {_detail(exc)}; {where}.") from None
+            raise LLMConfigError(
+                f"{self.base_url} rejected the API key (HTTP 401): {error_detail(exc)}; {where}.") from None
         except openai.PermissionDeniedError as exc:
             raise LLMConfigError(
                 f"the key in OPENAI_API_KEY may not use model {self.model!r} (HTTP 403 from {self.base_url}): "
-                f"{_detail(exc)}") from None
+                f"{error_detail(exc)}") from None
         except openai.NotFoundError as exc:
             raise LLMConfigError(
-                f"model {self.model!r} not found at {self.base_url} (HTTP 404): {_detail(exc)}. Name a model the "
+                f"model {self.model!r} not found at {self.base_url} (HTTP 404): {error_detail(exc)}. Name a model the "
                 "server serves (`curl $OPENAI_BASE_URL/models` lists them), and check that the endpoint ends in "
                 "/v1.") from None
         except openai.APIStatusError as exc:  # 429, 5xx after retries; 400, 413, 422 at once
-            raise status_failure(self.provider, exc, _detail(exc), fallback) from None
+            raise status_failure(self.provider, exc, fallback) from None
         except openai.APITimeoutError as exc:
             raise timeout_failure(self.provider, exc, self.settings.timeout_s, fallback) from None
         except openai.APIConnectionError as exc:
-            raise connection_failure(self.base_url, exc, _detail(exc), fallback) from None
+            raise connection_failure(self.base_url, exc, fallback) from None
         except openai.OpenAIError as exc:  # malformed response, ...
             raise LLMError(f"openai request failed: {type(exc).__name__}: {exc}") from None
         choices = getattr(completion, "choices", None) or []
