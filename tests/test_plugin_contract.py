@@ -116,3 +116,25 @@ def test_result_faster_than_the_roofline_is_implausible(fake_plugin, fast_harnes
     result = kevolve.optimize("relu", target="fake_tiny", budget=2, harness=fast_harness)
     assert not result.correct
     assert all(n.evaluation.status == "rejected" and "implausible" in n.evaluation.reason for n in result.nodes)
+
+
+def test_a_recipe_supports_its_families_in_the_dtypes_it_declares():
+    """The base ``supports``: a recipe that lists ``dtypes`` declines a problem of its family in any other dtype,
+    and one that lists none takes every dtype."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from kevolve.synthesis.recipe import Recipe
+
+    class Rows(Recipe):
+        families = ("row_norm",)
+        dtypes = (torch.float32, torch.bfloat16)
+        space = render = None  # never called here
+
+    problem = lambda family, dtype: SimpleNamespace(family=family, dtype=dtype)  # noqa: E731
+    assert Rows().supports(problem("row_norm", torch.bfloat16))
+    assert not Rows().supports(problem("row_norm", torch.float64))
+    assert not Rows().supports(problem("pointwise", torch.float32))
+    Rows.dtypes = ()
+    assert Rows().supports(problem("row_norm", torch.float64))

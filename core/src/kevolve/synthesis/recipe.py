@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+import torch
+
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.schedule import ScheduleSpace
 from kevolve.target import MachineFacts
@@ -14,9 +16,11 @@ class Recipe(ABC):
     name: str = ""
     language: str = ""
     families: tuple[str, ...] = ()
+    #: the element types the recipe has code for (empty: any); recipes with further limits override supports
+    dtypes: tuple[torch.dtype, ...] = ()
 
     def supports(self, problem: Problem) -> bool:
-        return problem.family in self.families
+        return problem.family in self.families and (not self.dtypes or problem.dtype in self.dtypes)
 
     @abstractmethod
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:

@@ -36,9 +36,7 @@ class TritonTargetAttention(Recipe):
     name = "triton.target_attention"
     language = "triton"
     families = ("attention",)
-
-    def supports(self, problem: Problem) -> bool:
-        return problem.family == "attention" and problem.dtype in FLOAT_DTYPES
+    dtypes = FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = max(16, next_pow2(int(problem.dims.get("dim", 64))))

@@ -56,10 +56,8 @@ class TritonGather(Recipe):
     name = "triton.gather"
     language = "triton"
     families = ("gather",)
+    dtypes = (*FLOAT_DTYPES, torch.int64, torch.int32)
     MAX_ROW = 8192
-
-    def supports(self, problem: Problem) -> bool:
-        return problem.family == "gather" and problem.dtype in (*FLOAT_DTYPES, torch.int64, torch.int32)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
@@ -154,9 +152,7 @@ class TritonEmbeddingBag(Recipe):
     name = "triton.embedding_bag"
     language = "triton"
     families = ("embedding_bag",)
-
-    def supports(self, problem: Problem) -> bool:
-        return problem.family == "embedding_bag" and problem.dtype in FLOAT_DTYPES
+    dtypes = FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)

@@ -59,9 +59,7 @@ class TritonDotInteraction(Recipe):
     name = "triton.dot_interaction"
     language = "triton"
     families = ("interaction",)
-
-    def supports(self, problem: Problem) -> bool:
-        return problem.family == "interaction" and problem.dtype in FLOAT_DTYPES
+    dtypes = FLOAT_DTYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         dim = int(problem.dims.get("dim", 128))
