@@ -307,7 +307,7 @@ def write_tables(out: Path, target: str, info: dict, copy_bps: float, rows: list
     text = table(rows, info, copy_bps, budgets)
     if parts:
         text += "\nThis table joins runs made back to back in one session: " + "; ".join(
-            f"{p['device']['date']}: {len(p['rows'])} rows"
+            f"{p['device']['date']}: {len(p['rows'])} row{'' if len(p['rows']) == 1 else 's'}"
             + (f" (`{p['device']['command']}`)" if p["device"].get("command") else "") + ", copy "
             + ("not recorded in that run, the next run's value used" if p.get("borrowed")
                else f"{p['copy_bytes_per_s'] / 1e12:.2f} TB/s") for p in parts) + ".\n"
@@ -437,6 +437,9 @@ def merge(paths: list[Path], out: Path, target: str, keep_cases: bool = False) -
                 "borrowed": p.get("borrowed", False)} for p in parts]
     info = {**known[0]["device"], "command": "python bench/gpu_bench.py --merge " + " ".join(map(str, paths))
             + (" --keep-cases" if keep_cases else "")}
+    copies = [p["device"]["traffic_copies"] for p in known if p["device"].get("traffic_copies")]
+    if copies:  # each part's rows keep the copy profiled in their own run: the header names them all
+        info["traffic_copies"] = "; ".join(dict.fromkeys(copies))
     print(write_tables(out, target, info, known[0]["copy_bytes_per_s"], rows, verdicts, budgets, summary))
     return 0
 

@@ -170,6 +170,7 @@ def test_merge_with_keep_cases_replaces_rows_and_keeps_each_rows_own_copy(tmp_pa
     text = (out / "nvidia_h100.md").read_text()
     assert "- exp n=16777216 float32: 1.04x, 1.00x\n" in text
     assert "Command: `python bench/gpu_bench.py --merge " in text and "--keep-cases`" in text
+    assert "2026-11-25 10:00 UTC: 1 row, copy" in text and "2026-11-25 09:00 UTC: 2 rows, copy" in text
     assert gpu_bench.merge([combined, research], out, "nvidia_h100") == 0
     capsys.readouterr()
     assert "gelu" in {r["op"] for r in json.loads((out / "nvidia_h100.json").read_text())["rows"]}
