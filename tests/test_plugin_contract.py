@@ -138,3 +138,20 @@ def test_a_recipe_supports_its_families_in_the_dtypes_it_declares():
     assert not Rows().supports(problem("pointwise", torch.float32))
     Rows.dtypes = ()
     assert Rows().supports(problem("row_norm", torch.float64))
+
+
+def test_conformance_recipes_start_from_the_kernel_of_their_layouts():
+    """``conformance_kernel`` hands a conformance recipe the kernel spec of a layout it owns and nothing else (a
+    catalog problem, another layout); ``all_dtypes_in`` checks inputs and outputs alike."""
+    from types import SimpleNamespace
+
+    from kevolve.conformance.kernel import ConformanceProblem, KernelSpec, conformance_kernel
+
+    spec = KernelSpec(op="pad", inputs=(("x", "float32"), ("before", "int64")), outputs=("bfloat16",), expr=None,
+                      layout="pad")
+    problem = ConformanceProblem(spec)
+    assert conformance_kernel(problem, ("pad", "resize")) is spec
+    assert conformance_kernel(problem, ("resize",)) is None
+    assert conformance_kernel(SimpleNamespace(family="pointwise", kernel=spec), ("pad",)) is None
+    assert spec.all_dtypes_in(("float32", "int64", "bfloat16"))
+    assert not spec.all_dtypes_in(("float32", "int64"))  # the output is bfloat16

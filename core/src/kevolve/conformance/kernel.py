@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,23 @@ class KernelSpec:
     def out_dtype(self) -> str:
         return self.outputs[0]
 
+    def all_dtypes_in(self, dtypes: Container[str]) -> bool:
+        """Whether every input and output is of one of ``dtypes`` (the element types a recipe has code for)."""
+        return all(d in dtypes for _, d in self.inputs) and all(d in dtypes for d in self.outputs)
+
     def describe(self) -> str:
         args = ", ".join(f"{n}: {d}" for n, d in self.inputs)
         attrs = json.dumps(self.attrs, sort_keys=True, default=str)
         return f"{self.op}({args}) -> {', '.join(self.outputs)}, layout {self.layout}, attrs {attrs}"
+
+
+def conformance_kernel(problem: Problem, layouts: Container[str]) -> KernelSpec | None:
+    """The kernel a conformance problem asks for, when it is of one of ``layouts``; None for any other problem.
+    Every conformance recipe's ``supports`` starts here and adds the element types it has code for."""
+    kernel = getattr(problem, "kernel", None)
+    if problem.family != FAMILY or kernel is None or kernel.layout not in layouts:
+        return None
+    return kernel
 
 
 class ConformanceProblem(Problem):

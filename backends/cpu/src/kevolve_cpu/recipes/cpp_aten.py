@@ -8,6 +8,7 @@ and ``halves`` (GLU: ``a`` and ``b`` are the two halves of one input along ``dim
 
 from __future__ import annotations
 
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -50,9 +51,8 @@ class CppAtenPointwise(Recipe):
     families = ("aten_pointwise",)
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return problem.family in self.families and kernel is not None and kernel.layout in ("same", "broadcast", "halves") \
-            and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES
+        kernel = conformance_kernel(problem, ("same", "broadcast", "halves"))
+        return kernel is not None and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([threads_param(facts)])

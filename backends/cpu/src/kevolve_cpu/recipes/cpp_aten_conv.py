@@ -23,7 +23,7 @@ what it was not written for.
 
 from __future__ import annotations
 
-from kevolve.conformance.kernel import KernelSpec
+from kevolve.conformance.kernel import KernelSpec, conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -76,9 +76,9 @@ class _AtenConvRecipe(Recipe):
     layouts: tuple[str, ...] = ()
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return problem.family in self.families and kernel is not None and kernel.layout in self.layouts \
-            and bool(kernel.inputs) and kernel.inputs[0][1] in _FLOATS and kernel.outputs[0] in _FLOATS
+        kernel = conformance_kernel(problem, self.layouts)
+        return kernel is not None and bool(kernel.inputs) and kernel.inputs[0][1] in _FLOATS \
+            and kernel.outputs[0] in _FLOATS
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([threads_param(facts)])

@@ -19,7 +19,7 @@ written for.
 
 from __future__ import annotations
 
-from kevolve.conformance.kernel import KernelSpec
+from kevolve.conformance.kernel import KernelSpec, conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -86,9 +86,8 @@ class _AtenRecipe(Recipe):
     layout = ""
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return problem.family in self.families and kernel is not None and kernel.layout == self.layout \
-            and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES
+        kernel = conformance_kernel(problem, (self.layout,))
+        return kernel is not None and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([threads_param(facts)])

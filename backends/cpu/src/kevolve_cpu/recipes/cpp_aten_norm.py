@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -44,10 +45,9 @@ class _AtenRecipe(Recipe):
     layout = ""
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return problem.family in self.families and kernel is not None and kernel.layout == self.layout \
-            and len(kernel.inputs) >= 2 and kernel.inputs[-1][1] == "int64" \
-            and all(d in C_TYPES for _, d in kernel.inputs) and all(d in C_TYPES for d in kernel.outputs)
+        kernel = conformance_kernel(problem, (self.layout,))
+        return kernel is not None and len(kernel.inputs) >= 2 and kernel.inputs[-1][1] == "int64" \
+            and kernel.all_dtypes_in(C_TYPES)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([threads_param(facts)])

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kevolve.conformance.kernel import KernelSpec
+from kevolve.conformance.kernel import KernelSpec, conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -208,9 +208,8 @@ def _kernel(problem: Problem) -> KernelSpec:
 
 
 def _owns(problem: Problem, layouts: tuple[str, ...]) -> bool:
-    kernel = getattr(problem, "kernel", None)
-    return problem.family == "aten_pointwise" and kernel is not None and kernel.layout in layouts \
-        and all(d in C_TYPES for _, d in kernel.inputs) and all(d in C_TYPES for d in kernel.outputs)
+    kernel = conformance_kernel(problem, layouts)
+    return kernel is not None and kernel.all_dtypes_in(C_TYPES)
 
 
 def _header(problem: Problem, params: dict, ct: str, includes: str) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kevolve.conformance.kernel import KernelSpec
+from kevolve.conformance.kernel import KernelSpec, conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -192,10 +192,8 @@ SCAN_OPS = ("cumsum", "cumprod", "logcumsumexp", "cummax")
 
 
 def _supported(problem: Problem, layout: str, ops: tuple[str, ...]) -> bool:
-    kernel = getattr(problem, "kernel", None)
-    return problem.family == "aten_pointwise" and kernel is not None and kernel.layout == layout \
-        and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in C_TYPES \
-        and all(d in C_TYPES for d in kernel.outputs)
+    kernel = conformance_kernel(problem, (layout,))
+    return kernel is not None and kernel.op in ops and len(kernel.inputs) == 1 and kernel.all_dtypes_in(C_TYPES)
 
 
 class CppAtenReduce(Recipe):

@@ -28,7 +28,7 @@ from collections.abc import Container
 from typing import Any
 
 from kevolve import diagnosis as d
-from kevolve.conformance.kernel import KernelSpec
+from kevolve.conformance.kernel import KernelSpec, conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
@@ -77,9 +77,9 @@ class _AtenConvRecipe(Recipe):
     layouts: tuple[str, ...] = ()
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return (problem.family in self.families and kernel is not None and kernel.layout in self.layouts
-                and bool(kernel.inputs) and kernel.inputs[0][1] in FLOATS and kernel.outputs[0] in FLOATS)
+        kernel = conformance_kernel(problem, self.layouts)
+        return (kernel is not None and bool(kernel.inputs) and kernel.inputs[0][1] in FLOATS
+                and kernel.outputs[0] in FLOATS)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kevolve import diagnosis as d
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
@@ -156,9 +157,8 @@ class _IndexRecipe(Recipe):
     layout = ""
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return problem.family in self.families and kernel is not None and kernel.layout == self.layout \
-            and all(dt in TL_STORAGE for _, dt in kernel.inputs) and all(dt in TL_STORAGE for dt in kernel.outputs)
+        kernel = conformance_kernel(problem, (self.layout,))
+        return kernel is not None and kernel.all_dtypes_in(TL_STORAGE)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([

@@ -35,6 +35,7 @@ import math
 from typing import Any
 
 from kevolve import diagnosis as d
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
@@ -116,9 +117,8 @@ class _AtenRecipe(Recipe):
     layout = ""
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return (problem.family in self.families and kernel is not None and kernel.layout == self.layout
-                and len(kernel.outputs) == 1 and kernel.out_dtype in FLOATS
+        kernel = conformance_kernel(problem, (self.layout,))
+        return (kernel is not None and len(kernel.outputs) == 1 and kernel.out_dtype in FLOATS
                 and all(dt in TL_STORAGE for _, dt in kernel.inputs))
 
 

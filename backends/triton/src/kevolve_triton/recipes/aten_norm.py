@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from kevolve import diagnosis as d
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
@@ -81,8 +82,8 @@ class _NormRecipe(Recipe):
     layout = ""
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        if problem.family not in self.families or kernel is None or kernel.layout != self.layout:
+        kernel = conformance_kernel(problem, (self.layout,))
+        if kernel is None:
             return False
         floats = [dt for _, dt in kernel.inputs[:-1]]
         if self.layout == "cross_entropy" and len(floats) >= 2 and floats[1] == "int64":

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
@@ -50,8 +51,8 @@ def _kernel(problem: Problem) -> Any:
 
 def _owns(problem: Problem, layouts: tuple[str, ...], dtypes: tuple[str, ...]) -> bool:
     """A conformance kernel of one of ``layouts`` whose data tensors are of ``dtypes`` (the parameters int64)."""
-    kernel = getattr(problem, "kernel", None)
-    if problem.family != "aten_pointwise" or kernel is None or kernel.layout not in layouts or not kernel.inputs:
+    kernel = conformance_kernel(problem, layouts)
+    if kernel is None or not kernel.inputs:
         return False
     *data, (_, last) = kernel.inputs
     return last == "int64" and bool(data) and all(d == data[0][1] and d in dtypes for _, d in data)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kevolve import diagnosis as d
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.expr import Expr
 from kevolve.synthesis.recipe import Recipe
@@ -66,10 +67,9 @@ class TritonAtenPointwise(Recipe):
     families = ("aten_pointwise",)
 
     def supports(self, problem: Problem) -> bool:
-        kernel = getattr(problem, "kernel", None)
-        return (problem.family in self.families and kernel is not None and kernel.layout in LAYOUTS
-                and kernel.expr is not None and len(kernel.outputs) == 1
-                and all(dt in TL_STORAGE for _, dt in kernel.inputs) and kernel.out_dtype in TL_STORAGE)
+        kernel = conformance_kernel(problem, LAYOUTS)
+        return (kernel is not None and kernel.expr is not None and len(kernel.outputs) == 1
+                and kernel.all_dtypes_in(TL_STORAGE))
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([

@@ -35,6 +35,7 @@ from typing import Any
 import triton
 import triton.language as tl
 from kevolve import diagnosis as d
+from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
@@ -425,9 +426,8 @@ def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
 # --- recipes ------------------------------------------------------------------------------------------------
 
 def _supported(problem: Problem, layout: str, ops: tuple[str, ...]) -> bool:
-    kernel = getattr(problem, "kernel", None)
-    return (problem.family == "aten_pointwise" and kernel is not None and kernel.layout == layout
-            and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in FLOAT_INPUTS
+    kernel = conformance_kernel(problem, (layout,))
+    return (kernel is not None and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in FLOAT_INPUTS
             and all(dt in TL_STORAGE or dt == "float64" for dt in kernel.outputs))
 
 
