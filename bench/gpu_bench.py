@@ -427,7 +427,8 @@ def merge(paths: list[Path], out: Path, target: str, keep_cases: bool = False) -
         for row in part["rows"] + part["verdicts"]:
             row.setdefault("copy_bytes_per_s", part["copy_bytes_per_s"])
         if keep_cases and rows:
-            part["rows"] = [r for r in part["rows"] if _case(r) in {_case(old) for old in rows}]
+            first_cases = {_case(old) for old in rows}
+            part["rows"] = [r for r in part["rows"] if _case(r) in first_cases]
         replaced = {_case(new) for new in part["rows"]}
         rows = [r for r in rows if _case(r) not in replaced] + part["rows"]
         verdicts += part["verdicts"]

@@ -750,8 +750,10 @@ class TritonAtenMoves(Recipe):
     families = ("aten_pointwise",)
 
     def supports(self, problem: Problem) -> bool:
-        k = getattr(problem, "kernel", None)
-        return _owns(problem, MOVE_OPS, MOVE_DTYPES) and k.outputs == (k.inputs[0][1],)
+        if not _owns(problem, MOVE_OPS, MOVE_DTYPES):
+            return False
+        k = _kernel(problem)
+        return k.outputs == (k.inputs[0][1],)
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace(launch_params(facts, self.families[0]))
