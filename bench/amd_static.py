@@ -37,6 +37,7 @@ SHAPES = {
     "jagged_truncate": {"batch": 256, "max_len": 128},
     "dot_interaction": {"batch": 64, "features": 26, "dim": 128},
     "target_attention": {"batch": 64, "history": 128, "dim": 64},
+    "keyed_feature_hash": {"features": 26, "batch": 64, "pool": 20},
 }
 SHOWN = ("vgprs", "sgprs", "vgpr_spills", "scratch_bytes", "lds_bytes", "waves_per_simd", "occupancy", "launches")
 

@@ -66,6 +66,12 @@ KEY = [(op, dims, dtype) for op in ("softmax", "layer_norm", "rms_norm") for dim
     ("feature_hash", {"n": 1 << 22}, "int64"),
     ("feature_hash", {"n": 1 << 24}, "int64"),
     ("feature_hash", {"n": 1 << 26}, "int64"),
+    # a KeyedJaggedTensor hashed into per-feature tables (added 2026-11-26): 26 features (Criteo's count) of 20 ids
+    # a sample on average at 4096-65536 samples (2-34 million ids), and 128 features of 8
+    ("keyed_feature_hash", {"features": 26, "batch": 4096, "pool": 20}, "int64"),
+    ("keyed_feature_hash", {"features": 26, "batch": 16384, "pool": 20}, "int64"),
+    ("keyed_feature_hash", {"features": 26, "batch": 65536, "pool": 20}, "int64"),
+    ("keyed_feature_hash", {"features": 128, "batch": 16384, "pool": 8}, "int64"),
     ("jagged_truncate", {"batch": 65536, "max_len": 128}, "float32"),
     ("embedding_bag", {"vocab": 1_000_000, "dim": 128, "bags": 65536, "pool": 20}, "float32"),
 ]
@@ -306,7 +312,7 @@ def write_tables(out: Path, target: str, info: dict, copy_bps: float, rows: list
                  budgets: dict, parts: list[dict] | None = None) -> str:
     text = table(rows, info, copy_bps, budgets)
     if parts:
-        text += "\nThis table joins runs made back to back in one session: " + "; ".join(
+        text += "\nThis table joins these runs, each row's `BW` against its own run's copy: " + "; ".join(
             f"{p['device']['date']}: {len(p['rows'])} row{'' if len(p['rows']) == 1 else 's'}"
             + (f" (`{p['device']['command']}`)" if p["device"].get("command") else "") + ", copy "
             + ("not recorded in that run, the next run's value used" if p.get("borrowed")

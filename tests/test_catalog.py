@@ -13,7 +13,7 @@ from kevolve.problems.catalog import CatalogProblem
 from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 
 REQUIRED = {"add", "mul", "exp", "gelu", "silu", "sum", "amax", "softmax", "log_softmax", "layer_norm", "rms_norm",
-            "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash",
+            "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash", "keyed_feature_hash",
             "jagged_truncate", "dot_interaction", "target_attention"}
 
 
@@ -55,6 +55,30 @@ def test_feature_hash_reference_matches_uint64_arithmetic():
     expected = (h & np.uint64((1 << 63) - 1)) % np.uint64(p.attrs["num_buckets"])
     assert np.array_equal(p.reference([ids])[0].numpy(), expected.astype(np.int64))
     assert (ids < 0).any()  # negative ids are exercised
+
+
+def _mix63_numpy(ids: torch.Tensor) -> np.ndarray:
+    h = ids.numpy().view(np.uint64).copy()
+    with np.errstate(over="ignore"):
+        for multiplier, shift in zip(HASH_MULTIPLIERS, HASH_SHIFTS):
+            h = h * np.uint64(multiplier)
+            h = h ^ (h >> np.uint64(shift))
+    return h & np.uint64((1 << 63) - 1)
+
+
+def test_keyed_feature_hash_reference_hashes_each_feature_into_its_own_table():
+    p = problem("keyed_feature_hash")
+    dims = {"features": 40, "batch": 7, "pool": 30}
+    ids, offsets, sizes = p.make_inputs(dims, torch.Generator().manual_seed(0))
+    got = p.reference([ids, offsets, sizes])[0].numpy()
+    h = _mix63_numpy(ids)
+    for f in range(dims["features"]):
+        lo, hi = int(offsets[f * dims["batch"]]), int(offsets[(f + 1) * dims["batch"]])
+        assert np.array_equal(got[lo:hi], (h[lo:hi] % np.uint64(int(sizes[f]))).astype(np.int64)), f
+    assert len(set(sizes.tolist())) > 5 and (ids < 0).any()  # many table sizes, negative ids
+    empty = problem("keyed_feature_hash").make_inputs({"features": 30, "batch": 1, "pool": 1},
+                                                      torch.Generator().manual_seed(0))[1]
+    assert (empty[1:] == empty[:-1]).any()  # small batches draw empty features
 
 
 def test_jagged_truncate_reference_matches_python_loops():

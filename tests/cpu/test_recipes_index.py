@@ -1,6 +1,7 @@
-"""The C++ index recipes (gather, embedding_bag, bucketize, feature_hash, jagged_truncate): every listed dtype,
-the default point and two seeded random points of each space pass the harness's correctness checks; and the
-checks do catch a plausible mistake (an arithmetic shift in the hash, the first k items kept instead of the last)."""
+"""The C++ index recipes (gather, embedding_bag, bucketize, feature_hash, keyed_feature_hash, jagged_truncate):
+every listed dtype, the default point and two seeded random points of each space pass the harness's correctness
+checks; and the checks do catch a plausible mistake (an arithmetic shift in the hash, features bounded by bag
+offsets, the first k items kept instead of the last)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kevolve.synthesis.base import Candidate
 from kevolve_cpu.recipes import cpp_index
 from kevolve_cpu.recipes.cpp_index import lemire_constant, magic_divisor, mod_reference
 
-OPS = ("gather", "embedding_bag", "bucketize", "feature_hash", "jagged_truncate")
+OPS = ("gather", "embedding_bag", "bucketize", "feature_hash", "keyed_feature_hash", "jagged_truncate")
 CASES = [(op, dtype) for op in OPS for dtype in get_manager().ops.get(op).dtypes]
 
 
@@ -61,28 +62,31 @@ def test_every_op_has_exactly_one_recipe_and_threads_knob():
         assert space.valid(space.default()), op
 
 
-def test_feature_hash_arithmetic_shift_is_caught():
-    problem = CatalogProblem(get_manager().ops.get("feature_hash"))
+def _status_of_mutant(op: str, edits: dict[str, str]) -> str:
+    """The harness's verdict on the op's default C++ kernel with each ``edits`` key (found exactly once) replaced."""
+    problem = CatalogProblem(get_manager().ops.get(op))
     recipe = _recipe(problem)
     params = recipe.space(problem, _facts()).default()
-    source = recipe.render(problem, params)
-    assert "h ^= h >> " in source
-    broken = source.replace("h ^= h >> ", "h ^= (uint64_t)((int64_t)h >> ")
-    broken = broken.replace("h ^= (uint64_t)((int64_t)h >> 29;", "h ^= (uint64_t)((int64_t)h >> 29);")
-    broken = broken.replace("h ^= (uint64_t)((int64_t)h >> 32;", "h ^= (uint64_t)((int64_t)h >> 32);")
-    assert broken != source
-    assert _evaluate(recipe, problem, params, broken).status == "wrong_result"
+    source = broken = recipe.render(problem, params)
+    for original, replacement in edits.items():
+        assert source.count(original) == 1, original
+        broken = broken.replace(original, replacement)
+    return _evaluate(recipe, problem, params, broken).status
+
+
+def test_feature_hash_arithmetic_shift_is_caught():
+    assert _status_of_mutant("feature_hash", {f"h ^= h >> {s};": f"h ^= (uint64_t)((int64_t)h >> {s});"
+                                              for s in (29, 32)}) == "wrong_result"
+
+
+def test_keyed_hash_with_features_bounded_by_bag_offsets_is_caught():
+    """Reading offsets[f + 1] as the end of feature f (it is the end of bag f) hashes ids into the wrong tables."""
+    assert _status_of_mutant("keyed_feature_hash", {"off[(g + 1) * batch]": "off[g + 1]"}) == "wrong_result"
 
 
 def test_jagged_truncate_keeping_the_first_k_is_caught():
-    problem = CatalogProblem(get_manager().ops.get("jagged_truncate"))
-    recipe = _recipe(problem)
-    params = recipe.space(problem, _facts()).default()
-    source = recipe.render(problem, params)
-    keep_last = "const st_t* __restrict src = v + (off[b + 1] - keep);"
-    assert keep_last in source
-    broken = source.replace(keep_last, "const st_t* __restrict src = v + off[b];")
-    assert _evaluate(recipe, problem, params, broken).status == "wrong_result"
+    assert _status_of_mutant("jagged_truncate", {"const st_t* __restrict src = v + (off[b + 1] - keep);":
+                                                 "const st_t* __restrict src = v + off[b];"}) == "wrong_result"
 
 
 def test_reciprocal_remainders_are_exact_at_the_edges():

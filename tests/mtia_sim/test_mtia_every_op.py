@@ -17,6 +17,7 @@ SMALL = {
     "row_reduce": {"rows": 40, "cols": 300}, "row_scan": {"rows": 40, "cols": 300},
     "row_norm": {"rows": 40, "cols": 300}, "row_softmax": {"rows": 40, "cols": 300},
     "bucketize": {"n": 5000, "boundaries": 64}, "feature_hash": {"n": 5000},
+    "keyed_hash": {"features": 26, "batch": 8, "pool": 10},
     "embedding_bag": {"vocab": 500, "dim": 32, "bags": 24, "pool": 5},
     "gather": {"rows": 40, "cols": 100, "k": 17}, "jagged": {"batch": 64, "max_len": 16},
     "interaction": {"batch": 24, "features": 26, "dim": 64}, "attention": {"batch": 24, "history": 40, "dim": 32},

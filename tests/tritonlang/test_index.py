@@ -1,7 +1,8 @@
-"""The Triton indexing recipes (gather, embedding_bag, bucketize, feature_hash, jagged_truncate) through the real
-harness on nvidia_h100: compiled for sm_90, correct through the interpreter at a small timing shape and at the
-catalog's check shapes (empty bags and sequences, exact boundary hits, negative ids), in float32 and bfloat16
-where the op has both; feature_hash bit-exact, also with a power-of-two bucket count. Each op's default point and
+"""The Triton indexing and hashing recipes (gather, embedding_bag, bucketize, feature_hash, keyed_feature_hash,
+jagged_truncate) through the real harness on nvidia_h100: compiled for sm_90, correct through the interpreter at a
+small timing shape and at the catalog's check shapes (empty bags, features and sequences, exact boundary hits,
+negative ids), in float32 and bfloat16 where the op has both; the hashes bit-exact, feature_hash also with a
+power-of-two bucket count, keyed_feature_hash with every lookup and remainder and on table sizes at the edges. Each op's default point and
 its alternative code paths (global, shared-memory and grid search, plain remainder, serial scan) or a sampled
 point; the grid search also on boundaries chosen to defeat it; every knob responds to a diagnosis; a jagged kernel
 that keeps k - 1 items is caught."""
@@ -17,7 +18,7 @@ import textwrap
 import pytest
 import torch
 from kevolve import diagnosis as d
-from kevolve_triton.recipes import index
+from kevolve_triton.recipes import hashing, index
 from triton_cases import catalog_problem, evaluate, recipe_for
 
 SMALL = {
@@ -25,16 +26,18 @@ SMALL = {
     "embedding_bag": {"vocab": 1000, "dim": 64, "bags": 50, "pool": 5},
     "bucketize": {"n": 5000, "boundaries": 1024},
     "feature_hash": {"n": 5000},
+    "keyed_feature_hash": {"features": 26, "batch": 16, "pool": 20},
     "jagged_truncate": {"batch": 300, "max_len": 70},
 }
 DTYPES = {
     "gather": ("float32", "bfloat16"), "embedding_bag": ("float32", "bfloat16"), "bucketize": ("float32",),
-    "feature_hash": ("int64",), "jagged_truncate": ("float32", "bfloat16"),
+    "feature_hash": ("int64",), "keyed_feature_hash": ("int64",), "jagged_truncate": ("float32", "bfloat16"),
 }
+RECIPES = index.RECIPES + hashing.RECIPES
 
 
 def _check(prob, params, config, facts):
-    recipe = recipe_for(index.RECIPES, prob)
+    recipe = recipe_for(RECIPES, prob)
     space = recipe.space(prob, facts)
     assert space.valid(params), params
     source = recipe.render(prob, params)
@@ -52,7 +55,7 @@ def _check(prob, params, config, facts):
 @pytest.mark.parametrize("op,dtype", [(op, dt) for op, dts in DTYPES.items() for dt in dts])
 def test_default_point_is_correct_and_compiled(op, dtype, facts, config):
     prob = catalog_problem(op, dtype, SMALL[op])
-    recipe = recipe_for(index.RECIPES, prob)
+    recipe = recipe_for(RECIPES, prob)
     e = _check(prob, recipe.space(prob, facts).default(), config, facts)
     assert e.untimed and "interpreter" in e.untimed and not e.timings
 
@@ -62,6 +65,9 @@ def test_default_point_is_correct_and_compiled(op, dtype, facts, config):
     ("bucketize", "float32", {"SEARCH": "global", "BLOCK": 256}),
     ("bucketize", "float32", {"SEARCH": "grid", "CELLS": 1, "ITEMS": 4}),
     ("feature_hash", "int64", {"MOD": "div", "ITEMS": 4}),
+    ("keyed_feature_hash", "int64", {"LOOKUP": "search", "MOD": "div"}),
+    ("keyed_feature_hash", "int64", {"LOOKUP": "search", "BLOCK": 256, "num_warps": 2}),
+    ("keyed_feature_hash", "int64", {"MOD": "div", "BLOCK": 4096, "num_warps": 8}),
     ("jagged_truncate", "bfloat16", {"SCAN": "serial", "TILE_B": 32, "num_warps": 2}),
     ("gather", "float32", None),
     ("gather", "bfloat16", {"X": "direct", "BLOCK_ROWS": 2, "BLOCK_K": 128}),
@@ -73,12 +79,24 @@ def test_default_point_is_correct_and_compiled(op, dtype, facts, config):
 def test_alternative_and_sampled_points_are_correct(op, dtype, change, facts, config):
     dims = {"batch": 2100, "max_len": 40} if change and change.get("SCAN") == "lookback" else SMALL[op]
     prob = catalog_problem(op, dtype, dims)
-    space = recipe_for(index.RECIPES, prob).space(prob, facts)
+    space = recipe_for(RECIPES, prob).space(prob, facts)
     params = {**space.default(), **change} if change else space.sample(random.Random(op))
     assert params != space.default()
     e = _check(prob, params, config, facts)
     if op == "jagged_truncate":
         assert e.resources["launches"] == (3 if params["SCAN"] == "tiled" else 2)
+
+
+def _run_on_awkward_inputs(script: str, op: str, dtype: str, change: dict, facts, tmp_path):
+    """Render the recipe's default point with ``change`` into a kernel file and run ``script`` on it in a fresh
+    process: compiled on a GPU where there is one, through the interpreter otherwise."""
+    prob = catalog_problem(op, dtype, SMALL[op])
+    recipe = recipe_for(RECIPES, prob)
+    kernel_file = tmp_path / f"{op}.py"
+    kernel_file.write_text(recipe.render(prob, {**recipe.space(prob, facts).default(), **change}))
+    interpret = "0" if torch.cuda.is_available() else "1"
+    return subprocess.run([sys.executable, "-c", script, str(kernel_file)], capture_output=True, check=False,
+                          text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": interpret})
 
 
 #: boundaries the catalog's generator never draws, each against x with planted hits, NaN and infinities
@@ -115,23 +133,16 @@ _AWKWARD_BUCKETIZE = textwrap.dedent("""
 @pytest.mark.parametrize("cells", [1, 2])
 def test_grid_bucketize_is_exact_on_boundaries_that_defeat_the_grid(cells, facts, tmp_path):
     """Clustered and tied boundaries put most of them in one cell; infinite ends and equal boundaries leave no
-    grid to lay (every x searches all of them); an empty list puts every x in bucket 0. Compiled on a GPU where
-    there is one, through the interpreter otherwise; one cell per boundary makes a one-boundary grid one cell
-    wide, which Triton compiles as a constant."""
-    prob = catalog_problem("bucketize", "float32", SMALL["bucketize"])
-    recipe = recipe_for(index.RECIPES, prob)
-    params = {**recipe.space(prob, facts).default(), "SEARCH": "grid", "BLOCK": 512, "CELLS": cells}
-    kernel_file = tmp_path / "bucketize_grid.py"
-    kernel_file.write_text(recipe.render(prob, params))
-    interpret = "0" if torch.cuda.is_available() else "1"
-    run = subprocess.run([sys.executable, "-c", _AWKWARD_BUCKETIZE, str(kernel_file)], capture_output=True,
-                         check=False, text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": interpret})
+    grid to lay (every x searches all of them); an empty list puts every x in bucket 0. One cell per boundary
+    makes a one-boundary grid one cell wide, which Triton compiles as a constant."""
+    run = _run_on_awkward_inputs(_AWKWARD_BUCKETIZE, "bucketize", "float32",
+                                 {"SEARCH": "grid", "BLOCK": 512, "CELLS": cells}, facts, tmp_path)
     assert run.returncode == 0 and "all cases match" in run.stdout, run.stderr[-3000:]
 
 
 def test_feature_hash_with_a_power_of_two_bucket_count_is_exact(facts, config):
     prob = catalog_problem("feature_hash", "int64", SMALL["feature_hash"], num_buckets=1 << 20)
-    recipe = recipe_for(index.RECIPES, prob)
+    recipe = recipe_for(RECIPES, prob)
     params = recipe.space(prob, facts).default()
     assert f"h & {(1 << 20) - 1}" in recipe.render(prob, params)
     _check(prob, params, config, facts)
@@ -139,7 +150,7 @@ def test_feature_hash_with_a_power_of_two_bucket_count_is_exact(facts, config):
 
 def test_magic_remainder_constants():
     for divisor in (3, 7, 1000, 1_000_003, (1 << 40) + 15, (1 << 62) + 1):
-        m, s = index.magic_divisor(divisor)
+        m, s = hashing.magic_divisor(divisor)
         assert m < 1 << 64
         for a in (0, 1, divisor - 1, divisor, (1 << 63) - 1, (1 << 63) - 2, 123456789123456789, divisor * 977 + 5):
             assert (a * m >> 64) >> s == a // divisor, (divisor, a)
@@ -150,7 +161,7 @@ def test_every_knob_responds_to_a_diagnosis(facts):
         for dtype in dtypes:
             for dims in (SMALL[op], None):
                 prob = catalog_problem(op, dtype, dims)
-                space = recipe_for(index.RECIPES, prob).space(prob, facts)
+                space = recipe_for(RECIPES, prob).space(prob, facts)
                 assert space.valid(space.default()), (op, dtype, dims)
                 for param in space.params:
                     assert param.responds_to, (op, param.name)
@@ -161,10 +172,64 @@ def test_every_knob_responds_to_a_diagnosis(facts):
 
 def test_a_jagged_kernel_that_keeps_k_minus_one_items_is_caught(facts, config):
     prob = catalog_problem("jagged_truncate", "float32", SMALL["jagged_truncate"])
-    recipe = recipe_for(index.RECIPES, prob)
+    recipe = recipe_for(RECIPES, prob)
     params = recipe.space(prob, facts).default()
     source = recipe.render(prob, params)
     keep = "keep = tl.minimum(hi - lo, K)"
     assert source.count(keep) == 3  # serial scan, tile totals, copy
     e = evaluate(source.replace(keep, "keep = tl.minimum(hi - lo, K - 1)"), params, prob, config)
+    assert e.status == "wrong_result", (e.status, e.reason)
+
+
+#: table sizes the catalog never draws, features that are empty or shorter than a block, ids at the int64 edges
+_AWKWARD_KEYED = textwrap.dedent("""
+    import importlib.util, sys, torch
+    from kevolve.plugins import get_manager
+    from kevolve.problems.catalog import CatalogProblem
+    spec = importlib.util.spec_from_file_location("kernel_file", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    reference = CatalogProblem(get_manager().ops.get("keyed_feature_hash")).reference
+    g = torch.Generator().manual_seed(0)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    sizes = torch.randint(1, 1 << 62, (5,), generator=g).tolist() + [1, 2, 3, 4, 5, 255, 256, 257, 4095, 4097, (1 << 31) - 1, 1 << 31, (1 << 32) + 1, 3 ** 39, 10 ** 18,
+             (1 << 62) - 1, 1 << 62, (1 << 62) + 1, (1 << 63) - 2, (1 << 63) - 1]
+    sizes += torch.randint(1, 1 << 62, (300 - len(sizes),), generator=g).tolist()
+    batch = 3
+    lengths = torch.randint(0, 40, (len(sizes) * batch,), generator=g)
+    lengths[: 5 * batch] = 0  # five empty features first, with random sizes
+    lengths[-batch:] = 0  # and an empty last one
+    lengths[5 * batch:(5 + 20) * batch] = lengths[5 * batch:(5 + 20) * batch].clamp(min=1)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    ids = torch.randint(-(1 << 62), 1 << 62, (int(offsets[-1]),), generator=g) * 2 + 1
+    ids[:40] = torch.tensor([0, -1, 1, (1 << 63) - 1, -(1 << 63)] * 8)
+    inputs = [ids, offsets, torch.tensor(sizes)]
+    out = torch.full(ids.shape, -7, dtype=torch.int64, device=device)
+    module.kernel([t.to(device) for t in inputs], [out])
+    expected = reference(inputs)[0]
+    assert torch.equal(out.cpu(), expected), (out.cpu() != expected).nonzero()[:5].flatten().tolist()
+    print("all ids match")
+""")
+
+
+@pytest.mark.parametrize("lookup,mod", [("table", "magic"), ("search", "div")])
+def test_keyed_hash_is_exact_on_table_sizes_and_ids_at_the_edges(lookup, mod, facts, tmp_path):
+    """Sizes 1, powers of two and their neighbours, up to 2**63 - 1 (the reciprocals' long division at its
+    limits), each on a feature with ids; 300 features (nine search steps), empty features at the start and the
+    end, ids of 0 and the int64 extremes."""
+    run = _run_on_awkward_inputs(_AWKWARD_KEYED, "keyed_feature_hash", "int64",
+                                 {"LOOKUP": lookup, "MOD": mod, "BLOCK": 256, "num_warps": 2}, facts, tmp_path)
+    assert run.returncode == 0 and "all ids match" in run.stdout, run.stderr[-3000:]
+
+
+def test_a_keyed_hash_that_gives_a_block_its_first_ids_feature_is_caught(facts, config):
+    """Blocks that span features exist at the check shapes (40 features of about 200 ids): taking the feature
+    of a block's first id for all of them is a wrong result, not a pass."""
+    prob = catalog_problem("keyed_feature_hash", "int64", SMALL["keyed_feature_hash"])
+    recipe = recipe_for(RECIPES, prob)
+    params = recipe.space(prob, facts).default()
+    source = recipe.render(prob, params)
+    whole_block = "return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)"
+    assert source.count(whole_block) == 1
+    e = evaluate(source.replace(whole_block, "return tl.where(end >= first, f, -1)"), params, prob, config)
     assert e.status == "wrong_result", (e.status, e.reason)

@@ -220,18 +220,59 @@ def _as_signed64(value: int) -> int:
     return value - (1 << 64) if value >= (1 << 63) else value
 
 
+def _hash_ids(n: int, gen: torch.Generator) -> torch.Tensor:
+    """Odd int64 ids over the whole signed range: about half negative, which catches arithmetic shifts."""
+    return torch.randint(-(1 << 62), 1 << 62, (n,), generator=gen, dtype=torch.int64) * 2 + 1
+
+
 def _feature_hash_inputs(dims: Dims, dtype: torch.dtype, gen: torch.Generator, attrs: Attrs) -> list[torch.Tensor]:
-    return [torch.randint(-(1 << 62), 1 << 62, (dims["n"],), generator=gen, dtype=torch.int64) * 2 + 1]
+    return [_hash_ids(dims["n"], gen)]
 
 
-def _feature_hash_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tensor]:
-    """bucket = (mix(id) & INT64_MAX) % num_buckets, mix = two rounds of multiply then xor-shift, all on the
-    64-bit pattern (int64 multiplication wraps; the shifts are logical, hence the masks)."""
-    h = inputs[0]
+def _mix63(ids: torch.Tensor) -> torch.Tensor:
+    """mix(id) & INT64_MAX, mix = two rounds of multiply then xor-shift, all on the 64-bit pattern (int64
+    multiplication wraps; the shifts are logical, hence the masks)."""
+    h = ids
     for multiplier, shift in zip(HASH_MULTIPLIERS, HASH_SHIFTS):
         h = h * _as_signed64(multiplier)
         h = h ^ ((h >> shift) & ((1 << (64 - shift)) - 1))
-    return [(h & INT64_MAX) % attrs["num_buckets"]]
+    return h & INT64_MAX
+
+
+def _feature_hash_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tensor]:
+    """bucket = mix63(id) % num_buckets."""
+    return [_mix63(inputs[0]) % attrs["num_buckets"]]
+
+
+#: the tables a keyed hash draws its sizes from: one bucket, powers of two, primes, sizes just under 2^31 and
+#: past 2^32 and 2^62, so that a kernel which bakes in one divisor or assumes 32-bit sizes fails
+KEYED_TABLE_SIZES = (1, 2, 3, 7, 1000, 4096, 100_003, 1_000_003, 1 << 20, 10_000_019, (1 << 31) - 1,
+                     1_000_000_007, (1 << 40) + 15, (1 << 62) + 135)
+
+
+def _keyed_hash_inputs(dims: Dims, dtype: torch.dtype, gen: torch.Generator, attrs: Attrs) -> list[torch.Tensor]:
+    """Bag lengths uniform in [0, 2 * pool]: empty bags, and empty features at small batches, included."""
+    features = dims["features"]
+    offsets = _random_offsets(features * dims["batch"], 2 * dims["pool"], gen)
+    sizes = torch.tensor(KEYED_TABLE_SIZES, dtype=torch.int64)[_randint(0, len(KEYED_TABLE_SIZES), (features,), gen)]
+    return [_hash_ids(int(offsets[-1]), gen), offsets, sizes]
+
+
+def _keyed_hash_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tensor]:
+    """A KeyedJaggedTensor's ids hashed into per-feature tables: offsets delimit features x batch bags,
+    feature-major, so feature f's ids run from offsets[f * batch] to offsets[(f + 1) * batch] and each goes to
+    bucket mix63(id) % num_buckets[f]."""
+    ids, offsets, num_buckets = inputs
+    batch = (offsets.shape[0] - 1) // num_buckets.shape[0]
+    bounds = offsets[::batch]
+    table = torch.repeat_interleave(num_buckets, bounds[1:] - bounds[:-1], output_size=ids.shape[0])
+    return [_mix63(ids) % table]
+
+
+def _keyed_hash_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+    """Only each feature's first offset must be read, not every bag's."""
+    ids, offsets, num_buckets = inputs
+    return ids.nbytes + outputs[0].nbytes + num_buckets.nbytes + (num_buckets.numel() + 1) * offsets.element_size()
 
 
 def _jagged_inputs(dims: Dims, dtype: torch.dtype, gen: torch.Generator, attrs: Attrs) -> list[torch.Tensor]:
@@ -348,6 +389,17 @@ def catalog_ops() -> list[OpDef]:
             inputs=("ids",), dims={"n": 1 << 21}, check_dims=({"n": 1}, {"n": 1001}),
             make_inputs=_feature_hash_inputs, reference=_feature_hash_ref, attrs={"num_buckets": 1_000_003},
             dtypes=("int64",), flops=lambda dims, attrs: 8 * dims["n"], aliases=("hash_bucketize",),
+        ),
+        OpDef(
+            name="keyed_feature_hash", family="keyed_hash",
+            description="a KeyedJaggedTensor's int64 ids (offsets over features x batch bags) -> bucket ids in "
+                        "per-feature tables: feature_hash's mix, then modulo num_buckets[feature]",
+            inputs=("ids", "offsets", "num_buckets"), dims={"features": 26, "batch": 4096, "pool": 20},
+            check_dims=({"features": 1, "batch": 1, "pool": 1}, {"features": 3, "batch": 5, "pool": 2},
+                        {"features": 40, "batch": 7, "pool": 30}),
+            make_inputs=_keyed_hash_inputs, reference=_keyed_hash_ref, bytes_moved=_keyed_hash_bytes,
+            dtypes=("int64",), flops=lambda dims, attrs: 8 * dims["features"] * dims["batch"] * dims["pool"],
+            aliases=("kjt_feature_hash",),
         ),
         OpDef(
             name="dot_interaction", family="interaction",

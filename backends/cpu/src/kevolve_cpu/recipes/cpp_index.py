@@ -1,8 +1,10 @@
-"""Indexing and the ads long tail in C++: gather, embedding_bag (sum), bucketize, feature_hash, jagged_truncate.
+"""Indexing and the ads long tail in C++: gather, embedding_bag (sum), bucketize, feature_hash, keyed_feature_hash,
+jagged_truncate.
 
 Shapes are read from the kv_tensors at run time; op constants (num_buckets, k, the hash constants) are baked
-into the source. Float payloads that are only moved (gather, jagged values) are copied bit for bit in their
-storage type, so bfloat16 needs no conversion; sums (embedding_bag) accumulate in float.
+into the source (keyed_feature_hash's table sizes are data). Float payloads that are only moved (gather, jagged
+values) are copied bit for bit in their storage type, so bfloat16 needs no conversion; sums (embedding_bag)
+accumulate in float.
 """
 
 from __future__ import annotations
@@ -367,6 +369,12 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
 
 # --- feature_hash ---------------------------------------------------------------------------------------------
 
+def _mix_rounds(indent: int) -> str:
+    """The hash's multiply and xor-shift rounds on a uint64_t ``h``, one line each."""
+    return "\n".join(f"{' ' * indent}h *= 0x{m & U64:016x}ULL; h ^= h >> {s};"
+                     for m, s in zip(HASH_MULTIPLIERS, HASH_SHIFTS))
+
+
 def lemire_constant(divisor: int) -> int:
     """M = ceil(2**128 / divisor) mod 2**128: a mod divisor == ((M * a mod 2**128) * divisor) >> 128 for every
     64-bit a (Lemire, Kaser and Kurz, "Faster remainder by direct computation", with 2N = 128 bits)."""
@@ -421,8 +429,7 @@ class CppFeatureHash(Recipe):
         buckets = int(problem.attrs["num_buckets"])
         if buckets <= 0:
             raise ValueError("num_buckets must be positive")
-        rounds = "\n".join(f"            h *= 0x{m & U64:016x}ULL; h ^= h >> {s};"
-                           for m, s in zip(HASH_MULTIPLIERS, HASH_SHIFTS))
+        rounds = _mix_rounds(12)
         how = params["mod"]
         if how == "fp" and not FP_MOD_MIN <= buckets < 1 << 62:
             how = "magic"  # the double estimate of the quotient is within one only for quotients below 2**51
@@ -464,6 +471,79 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const uint64_t* __restrict ids = (const uint64_t*)in[0].data;
     int64_t* __restrict o = (int64_t*)out[0].data;
     {elementwise_loop("n", body, params)}
+    return 0;
+}}
+"""
+
+
+
+class CppKeyedFeatureHash(Recipe):
+    """keyed_feature_hash: the flat hash's mix, then a remainder by the size of the id's feature table, which
+    arrives as a tensor. Each feature's ids are one contiguous run, so a thread walks its even share of the ids
+    feature by feature and sets the divisor up once per run: "div" divides, "magic" computes the run's
+    multiply-high reciprocal with a 128-bit division (m = ceil(2**(63 + l) / d), s = l - 1 for l the bit length
+    of d - 1: exact for every 63-bit dividend) and then multiplies."""
+
+    name = "cpp.keyed_feature_hash"
+    language = "cpp"
+    families = ("keyed_hash",)
+    dtypes = (torch.int64,)
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        return ScheduleSpace([
+            threads_param(facts),
+            Param("mod", ("div", "magic"), {d.COMPUTE_BOUND: +1}, default="magic"),
+        ])
+
+    def render(self, problem: Problem, params: dict) -> str:
+        threads = params["threads"]
+        if params["mod"] == "magic":
+            setup = """const int l = 64 - __builtin_clzll(d - 1);
+            const int s = l - 1;
+            const uint64_t m = (uint64_t)((((unsigned __int128)1 << (63 + l)) + d - 1) / d);"""
+            remainder = "h - ((uint64_t)(((unsigned __int128)h * m) >> 64) >> s) * d"
+        else:
+            setup = ""
+            remainder = "h % d"
+        region, thread, count = ((f"#pragma omp parallel num_threads({threads})", "omp_get_thread_num()",
+                                  "omp_get_num_threads()") if threads > 1 else ("", "0", "1"))
+        return _header(problem, params) + f"""
+static const uint64_t MASK63 = 0x{INT64_MAX:016x}ULL;
+
+KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
+    if (n_in != 3 || n_out != 1) return 1;
+    for (int k = 0; k < 3; ++k) if (in[k].dtype != KV_INT64) return 1;
+    const int64_t n = kv_numel(&in[0]), features = kv_numel(&in[2]);
+    if (features < 1 || kv_numel(&out[0]) != n) return 2;
+    const int64_t batch = (kv_numel(&in[1]) - 1) / features;
+    const uint64_t* __restrict ids = (const uint64_t*)in[0].data;
+    const int64_t* __restrict off = (const int64_t*)in[1].data;
+    const int64_t* __restrict sizes = (const int64_t*)in[2].data;
+    int64_t* __restrict o = (int64_t*)out[0].data;
+    {region}
+    {{
+        const int t = {thread}, nt = {count};
+        // where feature g's ids end: the next one's first offset (the last one's is n, so every walk ends)
+        auto end_of = [&](int64_t g) {{ return g + 1 < features ? off[(g + 1) * batch] : n; }};
+        int64_t i = n * t / nt, f = 0;
+        const int64_t stop = n * (t + 1) / nt;
+        while (i < stop) {{
+            while (end_of(f) <= i) ++f;  // the feature holding id i (empty ones passed over)
+            const int64_t run_end = std::min(stop, end_of(f));
+            const uint64_t d = (uint64_t)sizes[f];
+            if (d == 1) {{
+                for (; i < run_end; ++i) o[i] = 0;
+                continue;
+            }}
+            {setup}
+            for (; i < run_end; ++i) {{
+                uint64_t h = ids[i];
+{_mix_rounds(16)}
+                h &= MASK63;
+                o[i] = (int64_t)({remainder});
+            }}
+        }}
+    }}
     return 0;
 }}
 """
@@ -557,4 +637,5 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
 """
 
 
-RECIPES = [CppGather(), CppEmbeddingBag(), CppBucketize(), CppFeatureHash(), CppJaggedTruncate()]
+RECIPES = [CppGather(), CppEmbeddingBag(), CppBucketize(), CppFeatureHash(), CppKeyedFeatureHash(),
+           CppJaggedTruncate()]

@@ -15,6 +15,7 @@ def all_recipes() -> list[Recipe]:
         aten_pointwise,
         aten_reduction,
         attention,
+        hashing,
         index,
         interaction,
         matmul,
@@ -22,6 +23,6 @@ def all_recipes() -> list[Recipe]:
         rows,
     )
 
-    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *interaction.RECIPES,
-            *attention.RECIPES, *aten_pointwise.RECIPES, *aten_reduction.RECIPES, *aten_norm.RECIPES,
+    return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *hashing.RECIPES,
+            *interaction.RECIPES, *attention.RECIPES, *aten_pointwise.RECIPES, *aten_reduction.RECIPES, *aten_norm.RECIPES,
             *aten_matmul.RECIPES, *aten_conv.RECIPES, *aten_index.RECIPES, *aten_other.RECIPES]

@@ -142,6 +142,12 @@ def with_defaults(params: list[Param], **defaults: Any) -> list[Param]:
     return [replace(p, default=defaults[p.name]) if defaults.get(p.name) in p.choices else p for p in params]
 
 
+def per_thread_ok(elements: int, params: dict[str, Any], lanes: int, low: int, high: int) -> bool:
+    """A tile of ``elements`` spread over the program's threads gives each between ``low`` and ``high``."""
+    threads = lanes * params.get("num_warps", 4)
+    return low * threads <= elements <= high * threads
+
+
 def pow2_range(low: int, high: int) -> tuple[int, ...]:
     """Powers of two from ``low`` to ``high`` inclusive (at least ``(low,)``)."""
     out, value = [], low

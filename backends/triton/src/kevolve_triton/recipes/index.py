@@ -1,8 +1,8 @@
-"""Indexing and the ads long tail in Triton: gather, embedding_bag (sum), bucketize, feature_hash, jagged_truncate.
+"""Indexing and the ads long tail in Triton: gather, embedding_bag (sum), bucketize, jagged_truncate.
 
-Launchers read sizes from the tensors' shapes at run time (never their values); op constants (num_buckets, k,
-the hash constants) are baked into the source. Payloads that are only moved (gather, jagged values) are copied in
-their storage dtype; sums (embedding_bag) accumulate in float32.
+Launchers read sizes from the tensors' shapes at run time (never their values); op constants (k) are baked into
+the source. Payloads that are only moved (gather, jagged values) are copied in their storage dtype; sums
+(embedding_bag) accumulate in float32. The hashes are in :mod:`kevolve_triton.recipes.hashing`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from typing import Any
 
 import torch
 from kevolve import diagnosis as d
-from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 from kevolve.problems.problem import Problem
-from kevolve.synthesis.intdiv import magic_divisor
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
@@ -25,18 +23,11 @@ from kevolve_triton.recipes.common import (
     launch_args,
     launch_params,
     next_pow2,
+    per_thread_ok,
     pow2_range,
     warp_size,
     with_defaults,
 )
-
-INT64_MAX = (1 << 63) - 1
-
-
-def _per_thread_ok(elements: int, params: dict[str, Any], lanes: int, low: int, high: int) -> bool:
-    """A tile of ``elements`` spread over the program's threads gives each between ``low`` and ``high``."""
-    threads = lanes * params.get("num_warps", 4)
-    return low * threads <= elements <= high * threads
 
 
 # --- gather -------------------------------------------------------------------------------------------------
@@ -78,7 +69,7 @@ class TritonGather(Recipe):
                 return False
             if p["X"] == "row":
                 return p["BLOCK_ROWS"] == 1 and row_fits(p)
-            return _per_thread_ok(p["BLOCK_ROWS"] * p["BLOCK_K"], p, lanes, 1, 32)
+            return per_thread_ok(p["BLOCK_ROWS"] * p["BLOCK_K"], p, lanes, 1, 32)
 
         row = row_fits({"BLOCK_K": block_k})
 
@@ -168,7 +159,7 @@ class TritonEmbeddingBag(Recipe):
                   default=8),
             *with_defaults(launch_params(facts, self.families[0]), num_warps=1),
         ], valid=lambda p: p["BLOCK_DIM"] <= max(16, next_pow2(dim))
-            and _per_thread_ok(p["BLOCK_IDX"] * p["BLOCK_DIM"], p, lanes, 1, 64))
+            and per_thread_ok(p["BLOCK_IDX"] * p["BLOCK_DIM"], p, lanes, 1, 64))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         bd, bi = params["BLOCK_DIM"], params["BLOCK_IDX"]
@@ -244,7 +235,7 @@ class TritonBucketize(Recipe):
                   default="grid"),
             Param("CELLS", (1, 2, 4), {d.COMPUTE_BOUND: +1, d.MEMORY_BOUND: -1}, default=2),
             *launch_params(facts, self.families[0]),
-        ], valid=lambda p: _per_thread_ok(p["BLOCK"], p, lanes, 1, 32) and (p["SEARCH"] == "grid" or p["CELLS"] == 2))
+        ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 32) and (p["SEARCH"] == "grid" or p["CELLS"] == 2))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         block, items = params["BLOCK"], params["ITEMS"]
@@ -356,71 +347,6 @@ def kernel(inputs, outputs):
 """
 
 
-# --- feature_hash ---------------------------------------------------------------------------------------------
-
-class TritonFeatureHash(Recipe):
-    """bucket = (mix(id) & INT64_MAX) % num_buckets on the ids' 64-bit patterns as uint64 (wrapping multiplies,
-    logical shifts). ``MOD`` picks the remainder: "div" is the compiler's 64-bit remainder (a software routine
-    on GPUs), "magic" a multiply-high by the divisor's reciprocal, a shift and a multiply-subtract; a power of two
-    is a mask either way."""
-
-    name = "triton.feature_hash"
-    language = "triton"
-    families = ("feature_hash",)
-
-    def supports(self, problem: Problem) -> bool:
-        return problem.family == "feature_hash" and problem.dtype == torch.int64 \
-            and int(problem.attrs.get("num_buckets", 0)) >= 1
-
-    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
-        lanes = warp_size(facts)
-        return ScheduleSpace([
-            Param("BLOCK", pow2_range(128, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
-                                                   d.OCCUPANCY_LIMITED: -1}, default=1024),
-            Param("ITEMS", (1, 2, 4, 8), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=1),
-            Param("MOD", ("div", "magic"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="magic"),
-            *launch_params(facts, self.families[0]),
-        ], valid=lambda p: _per_thread_ok(p["BLOCK"], p, lanes, 1, 16))
-
-    @staticmethod
-    def _modulo(num_buckets: int, how: str) -> str:
-        if num_buckets & (num_buckets - 1) == 0:
-            return f"h & {num_buckets - 1}"
-        if how == "magic":
-            m, s = magic_divisor(num_buckets)
-            return f"h - (tl.umulhi(h, tl.full((BLOCK,), {m:#x}, tl.uint64)) >> {s}) * {num_buckets}"
-        return f"h % {num_buckets}"
-
-    def render(self, problem: Problem, params: dict[str, Any]) -> str:
-        block, items = params["BLOCK"], params["ITEMS"]
-        rounds = "\n".join(
-            f"        h = h * tl.full((BLOCK,), {mult:#x}, tl.uint64)\n        h = h ^ (h >> {shift})"
-            for mult, shift in zip(HASH_MULTIPLIERS, HASH_SHIFTS))
-        modulo = self._modulo(int(problem.attrs["num_buckets"]), params["MOD"])
-        return header(problem, params) + f"""@triton.jit
-def _feature_hash_kernel(ids_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.constexpr):
-    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
-    for item in tl.static_range(ITEMS):
-        offs = start + item * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        h = tl.load(ids_ptr + offs, mask=mask, other=0).to(tl.uint64, bitcast=True)
-{rounds}
-        h = h & tl.full((BLOCK,), {INT64_MAX:#x}, tl.uint64)
-        bucket = {modulo}
-        tl.store(out_ptr + offs, bucket.to(tl.int64, bitcast=True), mask=mask)
-
-
-def kernel(inputs, outputs):
-    ids = inputs[0]
-    out = outputs[0]
-    n = ids.numel()
-    if n == 0:
-        return
-    grid = (triton.cdiv(n, {block * items}),)
-    _feature_hash_kernel[grid](ids, out, n, BLOCK={block}, ITEMS={items}{launch_args(params)})
-"""
-
-
 # --- jagged_truncate ------------------------------------------------------------------------------------------
 
 class TritonJaggedTruncate(Recipe):
@@ -466,7 +392,7 @@ class TritonJaggedTruncate(Recipe):
                   default=min(32, max(8, next_pow2(k)))),
             *with_defaults(launch_params(facts, self.families[0]), num_warps=2),
         ], valid=lambda p: p["K_CHUNK"] <= max(8, next_pow2(k))
-            and _per_thread_ok(p["TILE_B"] * p["K_CHUNK"], p, lanes, 1, 32))
+            and per_thread_ok(p["TILE_B"] * p["K_CHUNK"], p, lanes, 1, 32))
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         k = int(problem.attrs["k"])
@@ -572,4 +498,4 @@ def kernel(inputs, outputs):
 """
 
 
-RECIPES = [TritonGather(), TritonEmbeddingBag(), TritonBucketize(), TritonFeatureHash(), TritonJaggedTruncate()]
+RECIPES = [TritonGather(), TritonEmbeddingBag(), TritonBucketize(), TritonJaggedTruncate()]

@@ -1,0 +1,306 @@
+"""Feature hashing in Triton: the catalog's flat feature_hash (one table size, baked into the source) and
+keyed_feature_hash (a KeyedJaggedTensor's ids into per-feature tables whose sizes arrive as a tensor).
+
+Both mix each id the same way, on its 64-bit pattern as uint64 (wrapping multiplies, logical shifts); they differ
+in where the divisor comes from, and so in how the remainder is made cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from kevolve import diagnosis as d
+from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
+from kevolve.problems.problem import Problem
+from kevolve.synthesis.intdiv import magic_divisor
+from kevolve.synthesis.recipe import Recipe
+from kevolve.synthesis.schedule import Param, ScheduleSpace
+from kevolve.target import MachineFacts
+
+from kevolve_triton.recipes.common import (
+    header,
+    launch_args,
+    launch_params,
+    per_thread_ok,
+    pow2_range,
+    warp_size,
+    with_defaults,
+)
+
+INT64_MAX = (1 << 63) - 1
+
+
+def mix_rounds(indent: int) -> str:
+    """The mix's multiply and xor-shift rounds on a ``(BLOCK,)`` uint64 block ``h``."""
+    pad = " " * indent
+    return "\n".join(f"{pad}h = h * tl.full((BLOCK,), {mult:#x}, tl.uint64)\n{pad}h = h ^ (h >> {shift})"
+                     for mult, shift in zip(HASH_MULTIPLIERS, HASH_SHIFTS))
+
+
+class TritonFeatureHash(Recipe):
+    """bucket = (mix(id) & INT64_MAX) % num_buckets on the ids' 64-bit patterns as uint64 (wrapping multiplies,
+    logical shifts). ``MOD`` picks the remainder: "div" is the compiler's 64-bit remainder (a software routine
+    on GPUs), "magic" a multiply-high by the divisor's reciprocal, a shift and a multiply-subtract; a power of two
+    is a mask either way."""
+
+    name = "triton.feature_hash"
+    language = "triton"
+    families = ("feature_hash",)
+
+    def supports(self, problem: Problem) -> bool:
+        return problem.family == "feature_hash" and problem.dtype == torch.int64 \
+            and int(problem.attrs.get("num_buckets", 0)) >= 1
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        return ScheduleSpace([
+            Param("BLOCK", pow2_range(128, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                   d.OCCUPANCY_LIMITED: -1}, default=1024),
+            Param("ITEMS", (1, 2, 4, 8), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=1),
+            Param("MOD", ("div", "magic"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="magic"),
+            *launch_params(facts, self.families[0]),
+        ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 16))
+
+    @staticmethod
+    def _modulo(num_buckets: int, how: str) -> str:
+        if num_buckets & (num_buckets - 1) == 0:
+            return f"h & {num_buckets - 1}"
+        if how == "magic":
+            m, s = magic_divisor(num_buckets)
+            return f"h - (tl.umulhi(h, tl.full((BLOCK,), {m:#x}, tl.uint64)) >> {s}) * {num_buckets}"
+        return f"h % {num_buckets}"
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        block, items = params["BLOCK"], params["ITEMS"]
+        modulo = self._modulo(int(problem.attrs["num_buckets"]), params["MOD"])
+        return header(problem, params) + f"""@triton.jit
+def _feature_hash_kernel(ids_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.constexpr):
+    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
+    for item in tl.static_range(ITEMS):
+        offs = start + item * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        h = tl.load(ids_ptr + offs, mask=mask, other=0).to(tl.uint64, bitcast=True)
+{mix_rounds(8)}
+        h = h & tl.full((BLOCK,), {INT64_MAX:#x}, tl.uint64)
+        bucket = {modulo}
+        tl.store(out_ptr + offs, bucket.to(tl.int64, bitcast=True), mask=mask)
+
+
+def kernel(inputs, outputs):
+    ids = inputs[0]
+    out = outputs[0]
+    n = ids.numel()
+    if n == 0:
+        return
+    grid = (triton.cdiv(n, {block * items}),)
+    _feature_hash_kernel[grid](ids, out, n, BLOCK={block}, ITEMS={items}{launch_args(params)})
+"""
+
+
+class TritonKeyedFeatureHash(Recipe):
+    """bucket = mix63(id) % num_buckets[f] for the ids of feature f, offsets[f * batch] to offsets[(f + 1) * batch].
+
+    Each program hashes ``BLOCK`` consecutive ids. Almost every block lies inside one feature (a feature holds
+    batch x pool ids, a block a few hundred), so the feature is found once per block and its divisor is a scalar;
+    a block that spans features finds each id's own by the same binary search over the features' first offsets.
+    Full blocks load and store without a mask, which keeps the accesses 16 bytes wide for any id count.
+
+    - ``LOOKUP`` "search": the program searches for its block's feature itself, ``ceil(log2(features))`` dependent
+      loads before the divisor is known; "table": a first launch writes every block's feature (or -1 for one
+      that spans features), so the hash kernel waits on one load. On the H100 the table took 2-16% off the
+      device time per call (26-512 features, 2-34 million ids; ``bench/results/nvidia_h100_keyed_hash_points.md``),
+      most where the search is longest.
+    - ``MOD`` "div": the compiler's 64-bit remainder by the loaded size (a software routine on GPUs); "magic": the
+      first launch also computes each feature's reciprocal m and shift s (exact for every 63-bit dividend, see
+      the integer hashing passage), and the remainder is a multiply-high, a shift and a multiply-subtract: 2-10%
+      off on the H100.
+    """
+
+    name = "triton.keyed_feature_hash"
+    language = "triton"
+    families = ("keyed_hash",)
+    dtypes = (torch.int64,)
+    #: features per program of the first launch's reciprocal part, and blocks per program of its lookup part
+    GROUP = 128
+
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        lanes = warp_size(facts)
+        return ScheduleSpace([
+            Param("BLOCK", pow2_range(256, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
+                                                   d.OCCUPANCY_LIMITED: -1}, default=512),
+            Param("LOOKUP", ("search", "table"), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1}, default="table"),
+            Param("MOD", ("div", "magic"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="magic"),
+            *with_defaults(launch_params(facts, self.families[0]), num_warps=4),
+        ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 16))
+
+    def render(self, problem: Problem, params: dict[str, Any]) -> str:
+        block = params["BLOCK"]
+        magic, table = params["MOD"] == "magic", params["LOOKUP"] == "table"
+        return (header(problem, params) + _KEYED_HELPERS.format(rounds=mix_rounds(4), int64_max=f"{INT64_MAX:#x}")
+                + self._bucket(magic) + self._first_launch_kernel(magic, table)
+                + _KEYED_KERNEL.format(lookup=_LOOKUP[table])
+                + _KEYED_LAUNCHER.format(block=block, first_launch=self._first_launch(magic, table),
+                                         tables=self._tables(magic, table), launch=launch_args(params)))
+
+    @staticmethod
+    def _tables(magic: bool, table: bool) -> str:
+        """The tables' arguments: where the first launch makes no such table, the ids stand in (never read)."""
+        return ("magic" if magic else "ids") + (", block_feature" if table else ", ids")
+
+    @staticmethod
+    def _bucket(magic: bool) -> str:
+        remainder = """    m = tl.load(magic_ptr + f).to(tl.uint64, bitcast=True)
+    s = tl.load(magic_ptr + features + f).to(tl.uint64, bitcast=True)
+    q = (tl.umulhi(h.to(tl.uint64, bitcast=True), m) >> s).to(tl.int64, bitcast=True)
+    return tl.where(d == 1, 0, h - q * d)""" if magic else "    return h % d"
+        return f"""@triton.jit
+def _bucket(h, f, num_buckets_ptr, magic_ptr, features):
+    d = tl.load(num_buckets_ptr + f)
+{remainder}
+
+
+"""
+
+    def _first_launch_kernel(self, magic: bool, table: bool) -> str:
+        """The first launch's kernel: its programs first fill the reciprocal table, then the block table."""
+        parts = ([f"_magic_numbers(num_buckets_ptr, magic_ptr, features, group, {self.GROUP})"] if magic else []) + (
+            [f"_block_features(offsets_ptr, block_feature_ptr, n, batch, features, programs, group - magic_groups, "
+             f"{self.GROUP}, BLOCK, STEPS)"] if table else [])
+        if not parts:
+            return ""
+        body = (f"    if group < magic_groups:\n        {parts[0]}\n    else:\n        {parts[1]}\n" if len(parts) == 2
+                else f"    {parts[0]}\n")
+        return ((_MAGIC_NUMBERS if magic else "") + (_BLOCK_FEATURES if table else "") + f"""@triton.jit
+def _keyed_tables(offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, n, batch, features, programs,
+                  magic_groups, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    group = tl.program_id(0)
+{body}
+
+""")
+
+    def _first_launch(self, magic: bool, table: bool) -> str:
+        if not (magic or table):
+            return ""
+        lines = ["magic = num_buckets.new_empty((2 * features,))",
+                 f"magic_groups = triton.cdiv(features, {self.GROUP})"] if magic else ["magic_groups = 0"]
+        lines += ["block_feature = ids.new_empty((programs,))",
+                  f"table_groups = triton.cdiv(programs, {self.GROUP})"] if table else ["table_groups = 0"]
+        lines.append(f"_keyed_tables[(magic_groups + table_groups,)](offsets, num_buckets, "
+                     f"{self._tables(magic, table)}, n, batch, features,\n"
+                     "                                                  programs, magic_groups, BLOCK=BLOCK, "
+                     "STEPS=steps, num_warps=4)")
+        return "".join(f"    {line}\n" for line in lines)
+
+
+_LOOKUP = {True: "    f = tl.load(block_feature_ptr + pid)",
+           False: "    f = _block_feature(offsets_ptr, first, n, batch, features, BLOCK, STEPS)"}
+
+_KEYED_HELPERS = """@triton.jit
+def _mix63(h, BLOCK: tl.constexpr):
+    h = h.to(tl.uint64, bitcast=True)
+{rounds}
+    return (h & tl.full((BLOCK,), {int64_max}, tl.uint64)).to(tl.int64, bitcast=True)
+
+
+@triton.jit
+def _feature_of(offsets_ptr, at, batch, features, STEPS: tl.constexpr):
+    \"\"\"The feature holding id position ``at`` (a scalar or a block of them): the last f with
+    offsets[f * batch] <= at, so an empty feature, which starts where the next one does, is passed over.\"\"\"
+    f = (at * 0).to(tl.int32)
+    for k in tl.static_range(STEPS):
+        probe = f + (1 << (STEPS - 1 - k))
+        inside = probe < features
+        start = tl.load(offsets_ptr + probe.to(tl.int64) * batch, mask=inside, other=0)
+        f = tl.where(inside & (start <= at), probe, f)
+    return f
+
+
+@triton.jit
+def _block_feature(offsets_ptr, first, n, batch, features, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    \"\"\"The feature of every id of the block starting at ``first``, or -1 where the block spans features.\"\"\"
+    f = _feature_of(offsets_ptr, first, batch, features, STEPS)
+    end = tl.load(offsets_ptr + (f + 1).to(tl.int64) * batch)
+    return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)
+
+
+"""
+
+_MAGIC_NUMBERS = """@triton.jit
+def _magic_numbers(num_buckets_ptr, magic_ptr, features, group, GROUP: tl.constexpr):
+    \"\"\"For d >= 2: m = ceil(2**(63 + l) / d) and s = l - 1, l the bit length of d - 1, so that
+    floor(h / d) == umulhi(h, m) >> s for every h below 2**63. m by long division on 64-bit words: the
+    dividend's part above bit 64, 2**(l - 1), is already below d, and the partial remainder stays below
+    d < 2**63, so doubling it cannot overflow. d == 1 gives no usable m; _bucket returns 0 for it.\"\"\"
+    f = group * GROUP + tl.arange(0, GROUP)
+    inside = f < features
+    d = tl.load(num_buckets_ptr + f, mask=inside, other=2).to(tl.uint64, bitcast=True)
+    bits = tl.full((GROUP,), 0, tl.uint64)
+    for k in tl.static_range(64):
+        bits += (((d - 1) >> k) != 0).to(tl.uint64)
+    s = tl.maximum(bits, 1) - 1
+    one = tl.full((GROUP,), 1, tl.uint64)
+    r = one << s
+    q = tl.full((GROUP,), 0, tl.uint64)
+    for k in tl.static_range(64):
+        r = r << 1
+        carry = r >= d
+        r = tl.where(carry, r - d, r)
+        q = tl.where(carry, q | (one << (63 - k)), q)
+    tl.store(magic_ptr + f, (q + (r != 0).to(tl.uint64)).to(tl.int64, bitcast=True), mask=inside)
+    tl.store(magic_ptr + features + f, s.to(tl.int64, bitcast=True), mask=inside)
+
+
+"""
+
+_BLOCK_FEATURES = """@triton.jit
+def _block_features(offsets_ptr, block_feature_ptr, n, batch, features, programs, group, GROUP: tl.constexpr,
+                    BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    b = group * GROUP + tl.arange(0, GROUP)
+    f = _block_feature(offsets_ptr, b.to(tl.int64) * BLOCK, n, batch, features, BLOCK, STEPS)
+    tl.store(block_feature_ptr + b, f.to(tl.int64), mask=b < programs)
+
+
+"""
+
+_KEYED_KERNEL = """@triton.jit
+def _keyed_hash_kernel(ids_ptr, offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, out_ptr, n, batch,
+                       features, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    pid = tl.program_id(0)
+    first = pid.to(tl.int64) * BLOCK
+    offs = first + tl.arange(0, BLOCK)
+    full = first + BLOCK <= n
+    if full:  # no mask: the loads and stores stay 16 bytes wide whatever n is
+        h = _mix63(tl.load(ids_ptr + offs), BLOCK)
+    else:
+        h = _mix63(tl.load(ids_ptr + offs, mask=offs < n, other=0), BLOCK)
+{lookup}
+    if f >= 0:  # the block lies in one feature: one divisor
+        bucket = _bucket(h, f, num_buckets_ptr, magic_ptr, features)
+    else:
+        bucket = _bucket(h, _feature_of(offsets_ptr, offs, batch, features, STEPS), num_buckets_ptr, magic_ptr,
+                         features)
+    if full:
+        tl.store(out_ptr + offs, bucket)
+    else:
+        tl.store(out_ptr + offs, bucket, mask=offs < n)
+
+
+"""
+
+_KEYED_LAUNCHER = """def kernel(inputs, outputs):
+    ids, offsets, num_buckets = inputs
+    out = outputs[0]
+    n, features = ids.numel(), num_buckets.numel()
+    if n == 0:
+        return
+    batch = (offsets.numel() - 1) // features
+    steps = max(1, (features - 1).bit_length())
+    BLOCK = {block}
+    programs = triton.cdiv(n, BLOCK)
+{first_launch}    _keyed_hash_kernel[(programs,)](ids, offsets, num_buckets, {tables}, out, n, batch, features,
+                                    BLOCK=BLOCK, STEPS=steps{launch})
+"""
+
+
+RECIPES = [TritonFeatureHash(), TritonKeyedFeatureHash()]
