@@ -13,8 +13,8 @@ from kevolve.problems.catalog import CatalogProblem
 from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
 
 REQUIRED = {"add", "mul", "exp", "gelu", "silu", "sum", "amax", "softmax", "log_softmax", "layer_norm", "rms_norm",
-            "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash", "keyed_feature_hash",
-            "jagged_truncate", "dot_interaction", "target_attention"}
+            "matmul", "addmm_relu", "cumsum", "gather", "embedding_bag", "bucketize", "feature_hash",
+            "keyed_feature_hash", "jagged_truncate", "dot_interaction", "target_attention"}
 
 
 def problem(name, **kw):

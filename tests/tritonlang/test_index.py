@@ -2,10 +2,10 @@
 jagged_truncate) through the real harness on nvidia_h100: compiled for sm_90, correct through the interpreter at a
 small timing shape and at the catalog's check shapes (empty bags, features and sequences, exact boundary hits,
 negative ids), in float32 and bfloat16 where the op has both; the hashes bit-exact, feature_hash also with a
-power-of-two bucket count, keyed_feature_hash with every lookup and remainder and on table sizes at the edges. Each op's default point and
-its alternative code paths (global, shared-memory and grid search, plain remainder, serial scan) or a sampled
-point; the grid search also on boundaries chosen to defeat it; every knob responds to a diagnosis; a jagged kernel
-that keeps k - 1 items is caught."""
+power-of-two bucket count, keyed_feature_hash with every lookup and remainder and on table sizes at the edges.
+Each op's default point and its alternative code paths (global, shared-memory and grid search, plain remainder,
+serial scan) or a sampled point; the grid search also on boundaries chosen to defeat it; every knob responds to a
+diagnosis; a jagged kernel that keeps k - 1 items is caught."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 import torch
 from kevolve import diagnosis as d
 from kevolve_triton.recipes import hashing, index
-from triton_cases import catalog_problem, evaluate, recipe_for
+from triton_cases import catalog_problem, evaluate, evaluate_mutant, recipe_for
 
 SMALL = {
     "gather": {"rows": 64, "cols": 100, "k": 300},
@@ -172,12 +172,9 @@ def test_every_knob_responds_to_a_diagnosis(facts):
 
 def test_a_jagged_kernel_that_keeps_k_minus_one_items_is_caught(facts, config):
     prob = catalog_problem("jagged_truncate", "float32", SMALL["jagged_truncate"])
-    recipe = recipe_for(RECIPES, prob)
-    params = recipe.space(prob, facts).default()
-    source = recipe.render(prob, params)
-    keep = "keep = tl.minimum(hi - lo, K)"
-    assert source.count(keep) == 3  # serial scan, tile totals, copy
-    e = evaluate(source.replace(keep, "keep = tl.minimum(hi - lo, K - 1)"), params, prob, config)
+    # in the serial scan, the tile totals and the copy
+    e = evaluate_mutant(RECIPES, prob, facts, config, "keep = tl.minimum(hi - lo, K)",
+                        "keep = tl.minimum(hi - lo, K - 1)", count=3)
     assert e.status == "wrong_result", (e.status, e.reason)
 
 
@@ -192,8 +189,9 @@ _AWKWARD_KEYED = textwrap.dedent("""
     reference = CatalogProblem(get_manager().ops.get("keyed_feature_hash")).reference
     g = torch.Generator().manual_seed(0)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    sizes = torch.randint(1, 1 << 62, (5,), generator=g).tolist() + [1, 2, 3, 4, 5, 255, 256, 257, 4095, 4097, (1 << 31) - 1, 1 << 31, (1 << 32) + 1, 3 ** 39, 10 ** 18,
-             (1 << 62) - 1, 1 << 62, (1 << 62) + 1, (1 << 63) - 2, (1 << 63) - 1]
+    sizes = torch.randint(1, 1 << 62, (5,), generator=g).tolist()
+    sizes += [1, 2, 3, 4, 5, 255, 256, 257, 4095, 4097, (1 << 31) - 1, 1 << 31, (1 << 32) + 1, 3 ** 39, 10 ** 18,
+              (1 << 62) - 1, 1 << 62, (1 << 62) + 1, (1 << 63) - 2, (1 << 63) - 1]
     sizes += torch.randint(1, 1 << 62, (300 - len(sizes),), generator=g).tolist()
     batch = 3
     lengths = torch.randint(0, 40, (len(sizes) * batch,), generator=g)
@@ -226,10 +224,6 @@ def test_a_keyed_hash_that_gives_a_block_its_first_ids_feature_is_caught(facts, 
     """Blocks that span features exist at the check shapes (40 features of about 200 ids): taking the feature
     of a block's first id for all of them is a wrong result, not a pass."""
     prob = catalog_problem("keyed_feature_hash", "int64", SMALL["keyed_feature_hash"])
-    recipe = recipe_for(RECIPES, prob)
-    params = recipe.space(prob, facts).default()
-    source = recipe.render(prob, params)
-    whole_block = "return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)"
-    assert source.count(whole_block) == 1
-    e = evaluate(source.replace(whole_block, "return tl.where(end >= first, f, -1)"), params, prob, config)
+    e = evaluate_mutant(RECIPES, prob, facts, config, "return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)",
+                        "return tl.where(end >= first, f, -1)")
     assert e.status == "wrong_result", (e.status, e.reason)

@@ -11,7 +11,7 @@ import pytest
 from kevolve import diagnosis as d
 from kevolve_triton.recipes import pointwise
 
-from triton_cases import catalog_problem, evaluate, recipe_for
+from triton_cases import catalog_problem, evaluate, evaluate_mutant, recipe_for
 
 SMALL = {"n": 70_001}
 
@@ -32,9 +32,5 @@ def test_default_and_random_points_are_correct_and_compiled(op, dtype, facts, co
 
 def test_a_missed_tail_is_caught(facts, config):
     prob = catalog_problem("relu", "float32", SMALL)
-    recipe = recipe_for(pointwise.RECIPES, prob)
-    params = recipe.space(prob, facts).default()
-    source = recipe.render(prob, params)
-    assert source.count("mask = offs < n") == 1
-    e = evaluate(source.replace("mask = offs < n", "mask = offs < n - 1"), params, prob, config)
+    e = evaluate_mutant(pointwise.RECIPES, prob, facts, config, "mask = offs < n", "mask = offs < n - 1")
     assert e.status == "wrong_result", (e.status, e.reason)

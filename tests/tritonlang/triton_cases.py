@@ -22,3 +22,13 @@ def recipe_for(recipes, prob):
 
 def evaluate(source: str, params: dict, prob, config: HarnessConfig, target: str = TARGET):
     return evaluate_candidate(Candidate(source, "triton", params), prob, target, config)
+
+
+def evaluate_mutant(recipes, prob, facts, config: HarnessConfig, original: str, replacement: str, count: int = 1):
+    """The harness's evaluation of the recipe's default point with ``original`` (found ``count`` times in the
+    rendered source) replaced: a plausible mistake the checks must catch."""
+    recipe = recipe_for(recipes, prob)
+    params = recipe.space(prob, facts).default()
+    source = recipe.render(prob, params)
+    assert source.count(original) == count, (original, source.count(original))
+    return evaluate(source.replace(original, replacement), params, prob, config)

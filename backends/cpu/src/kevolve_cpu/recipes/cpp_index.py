@@ -476,7 +476,6 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
 """
 
 
-
 class CppKeyedFeatureHash(Recipe):
     """keyed_feature_hash: the flat hash's mix, then a remainder by the size of the id's feature table, which
     arrives as a tensor. Each feature's ids are one contiguous run, so a thread walks its even share of the ids

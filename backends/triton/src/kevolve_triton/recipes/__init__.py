@@ -24,5 +24,5 @@ def all_recipes() -> list[Recipe]:
     )
 
     return [*pointwise.RECIPES, *rows.RECIPES, *matmul.RECIPES, *index.RECIPES, *hashing.RECIPES,
-            *interaction.RECIPES, *attention.RECIPES, *aten_pointwise.RECIPES, *aten_reduction.RECIPES, *aten_norm.RECIPES,
-            *aten_matmul.RECIPES, *aten_conv.RECIPES, *aten_index.RECIPES, *aten_other.RECIPES]
+            *interaction.RECIPES, *attention.RECIPES, *aten_pointwise.RECIPES, *aten_reduction.RECIPES,
+            *aten_norm.RECIPES, *aten_matmul.RECIPES, *aten_conv.RECIPES, *aten_index.RECIPES, *aten_other.RECIPES]
