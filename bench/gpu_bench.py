@@ -190,7 +190,9 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         "1 GiB copy, median of 30).", "",
         f"Command: `{info.get('command', 'python bench/gpu_bench.py --target ' + info['target'] + ' --cases all')}`. "
         f"Budgets (candidates per search, seed 0): {budgets}. "
-        "Times in ms per call, median [p10..p90], each call on a cold L2 (a 256 MiB write before it) and between "
+        "Times in ms per call, median [p10..p90], each call on a cold, clean L2 (a read over twice the L2 before it; "
+        "runs before 2026-11-26 20:20 UTC evicted with a write over it, whose dirty lines then cost each call up to "
+        "6 us of write-back: nvidia_h100_flush.md) and between "
         "two device events, its host launch hidden behind a GPU spin before the first event (TritonGpuRunner: a "
         "fixed 200k cycles in runs before 2026-11-25 07:20 UTC, since then at least twice the call's measured host "
         "side, and never less than 200k cycles before 2026-11-25 15:00 UTC, 800k since) so that the events time the "
@@ -199,7 +201,9 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         "time with nothing else running (the search-time numbers are in the JSON); for them torch.compile is "
         "timed in a process of its own and `vs compile` is the ratio of the medians. `BW` is the kernel's minimum "
         "bytes (each input read once, each output written once) over its median time, as a fraction of the copy "
-        "bandwidth; the 80% goal applies to the rows whose verdict is memory-bound. `BW graph` is the same bytes "
+        "bandwidth (above 100% where a call's last writes still sit in L2 when its end event fires, while the 1 GiB "
+        "copy's rate includes all of its write-back); the 80% goal applies to the rows whose verdict is "
+        "memory-bound. `BW graph` is the same bytes "
         "over the kernel's device time per call when replayed back to back from a CUDA graph over input sets "
         "larger than 4x L2 (no launch gap, no flush: the condition the copy itself is measured in); `vs eager, "
         "graph` is eager's device time over the kernel's, both measured that way." + (
@@ -651,6 +655,9 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             continue
         row.setdefault("search", {k: row.get(k) for k in ("timings", "speedups", "diagnosis", "diagnosis_kind", "metrics",
                                                  "recipe", "parameters")})
+        if (row.get("traffic") or {}).get("source") != fin["source"]:
+            row.pop("traffic", None)  # ncu profiled another kernel: its `BW ncu` is not this one's
+        row.pop("runs_vs_compile", None)  # the earlier runs' ratios, timed another way
         row.update(timings={"kernel": vars(timings[best]), "eager": vars(timings["eager"]),
                             "copy": vars(timings["copy"])},
                    speedups={"eager": vars(Speedup.of(samples["eager"], samples[best]))},

@@ -8,9 +8,9 @@ For each case (the row / index cases below, or ``--cases``: any catalog op) it r
 neighbouring schedules (ROWS x num_warps), the ``--params`` points and the ``--files`` kernels, checks each against
 the PyTorch reference on fresh random inputs with the op's tolerance, and times it with:
 
-* ``harness``: as kevolve's GPU runner does: L2 evicted by a 256 MiB write before each call, the call (host
-  launch and output allocation included) between two device events;
-* ``graph1``: the same cold, dirty L2, but the call replayed from a one-call CUDA graph (no host launch);
+* ``harness``: as kevolve's GPU runner does: L2 evicted by the runner's own flush before each call, the call
+  (host launch and output allocation included) between two device events;
+* ``graph1``: the same cold L2, but the call replayed from a one-call CUDA graph (no host launch);
 * ``stream``: device time per call of back-to-back calls in one CUDA graph, cycling over enough input/output
   sets (> 4x L2) that every call reads from and writes to DRAM: the steady-state rate, comparable with the
   device-to-device copy, which is measured the same way (a large copy, back to back).
@@ -32,14 +32,18 @@ import torch
 from gpu_bench import capture, copy_bandwidth, load_kernel_file, stream_time
 
 
-_FLUSH = None
+_RUNNER = None
 
 
 def flush() -> None:
-    global _FLUSH
-    if _FLUSH is None:
-        _FLUSH = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    _FLUSH.zero_()
+    """The GPU runner's eviction, at the size the backend gives it (twice the L2), so that ``harness`` times
+    calls as kevolve's searches do."""
+    global _RUNNER
+    if _RUNNER is None:
+        from kevolve_triton.runner import TritonGpuRunner
+
+        _RUNNER = TritonGpuRunner("cuda", flush_bytes=2 * torch.cuda.get_device_properties(0).L2_cache_size)
+    _RUNNER.flush_cache()
 
 
 def median(xs: list[float]) -> float:

@@ -65,9 +65,10 @@ def test_default_point_is_correct_and_compiled(op, dtype, facts, config):
     ("bucketize", "float32", {"SEARCH": "global", "BLOCK": 256}),
     ("bucketize", "float32", {"SEARCH": "grid", "CELLS": 1, "ITEMS": 4}),
     ("feature_hash", "int64", {"MOD": "div", "ITEMS": 4}),
-    ("keyed_feature_hash", "int64", {"LOOKUP": "search", "MOD": "div"}),
+    ("keyed_feature_hash", "int64", {"LOOKUP": "search", "MOD": "div", "PDL": False}),
     ("keyed_feature_hash", "int64", {"LOOKUP": "search", "BLOCK": 256, "num_warps": 2}),
-    ("keyed_feature_hash", "int64", {"MOD": "div", "BLOCK": 4096, "num_warps": 8}),
+    ("keyed_feature_hash", "int64", {"MOD": "div", "BLOCK": 4096, "num_warps": 8, "PDL": False}),
+    ("keyed_feature_hash", "int64", {"LOOKUP": "table", "PDL": False}),
     ("jagged_truncate", "bfloat16", {"SCAN": "serial", "TILE_B": 32, "num_warps": 2}),
     ("gather", "float32", None),
     ("gather", "bfloat16", {"X": "direct", "BLOCK_ROWS": 2, "BLOCK_K": 128}),
@@ -178,7 +179,8 @@ def test_a_jagged_kernel_that_keeps_k_minus_one_items_is_caught(facts, config):
     assert e.status == "wrong_result", (e.status, e.reason)
 
 
-#: table sizes the catalog never draws, features that are empty or shorter than a block, ids at the int64 edges
+#: table sizes the catalog never draws, each on a feature of many blocks (one divisor a block) and again on one
+#: shorter than a block (a divisor per id); features that are empty; ids at the int64 edges
 _AWKWARD_KEYED = textwrap.dedent("""
     import importlib.util, sys, torch
     from kevolve.plugins import get_manager
@@ -192,12 +194,13 @@ _AWKWARD_KEYED = textwrap.dedent("""
     sizes = torch.randint(1, 1 << 62, (5,), generator=g).tolist()
     sizes += [1, 2, 3, 4, 5, 255, 256, 257, 4095, 4097, (1 << 31) - 1, 1 << 31, (1 << 32) + 1, 3 ** 39, 10 ** 18,
               (1 << 62) - 1, 1 << 62, (1 << 62) + 1, (1 << 63) - 2, (1 << 63) - 1]
-    sizes += torch.randint(1, 1 << 62, (300 - len(sizes),), generator=g).tolist()
+    sizes += torch.randint(1, 1 << 62, (150 - len(sizes),), generator=g).tolist()
+    sizes += sizes
     batch = 3
-    lengths = torch.randint(0, 40, (len(sizes) * batch,), generator=g)
+    long = torch.randint(1, 400, (150 * batch,), generator=g)
+    lengths = torch.cat([long, torch.randint(0, 40, (150 * batch,), generator=g)])
     lengths[: 5 * batch] = 0  # five empty features first, with random sizes
     lengths[-batch:] = 0  # and an empty last one
-    lengths[5 * batch:(5 + 20) * batch] = lengths[5 * batch:(5 + 20) * batch].clamp(min=1)
     offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
     ids = torch.randint(-(1 << 62), 1 << 62, (int(offsets[-1]),), generator=g) * 2 + 1
     ids[:40] = torch.tensor([0, -1, 1, (1 << 63) - 1, -(1 << 63)] * 8)
@@ -210,20 +213,79 @@ _AWKWARD_KEYED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("lookup,mod", [("table", "magic"), ("search", "div")])
-def test_keyed_hash_is_exact_on_table_sizes_and_ids_at_the_edges(lookup, mod, facts, tmp_path):
+@pytest.mark.parametrize("change", [{"LOOKUP": "table", "MOD": "magic", "PDL": False},
+                                    {"LOOKUP": "search", "MOD": "div", "PDL": False},
+                                    {"LOOKUP": "scan", "MOD": "magic", "PDL": True}])
+def test_keyed_hash_is_exact_on_table_sizes_and_ids_at_the_edges(change, facts, tmp_path):
     """Sizes 1, powers of two and their neighbours, up to 2**63 - 1 (the reciprocals' long division at its
-    limits), each on a feature with ids; 300 features (nine search steps), empty features at the start and the
-    end, ids of 0 and the int64 extremes."""
+    limits), each on a feature of many blocks and on one shorter than a block; 300 features (nine search steps,
+    a scan of 512), empty features at the start and the end, ids of 0 and the int64 extremes. On a GPU the last
+    case runs the hash kernel as a dependent launch of the first."""
     run = _run_on_awkward_inputs(_AWKWARD_KEYED, "keyed_feature_hash", "int64",
-                                 {"LOOKUP": lookup, "MOD": mod, "BLOCK": 256, "num_warps": 2}, facts, tmp_path)
+                                 {**change, "BLOCK": 256, "num_warps": 2}, facts, tmp_path)
     assert run.returncode == 0 and "all ids match" in run.stdout, run.stderr[-3000:]
 
 
-def test_a_keyed_hash_that_gives_a_block_its_first_ids_feature_is_caught(facts, config):
+#: the first launch's reciprocals against exact integer arithmetic, for divisors of every bit length
+_KEYED_RECIPROCALS = textwrap.dedent("""
+    import importlib.util, random, sys, torch
+    spec = importlib.util.spec_from_file_location("kernel_file", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = random.Random(0)
+    divisors = [d for k in range(1, 64) for d in range((1 << k) - 3, (1 << k) + 4) if 2 <= d < 1 << 63]
+    divisors += [rng.randrange(1 << (k - 1), 1 << k) for k in range(2, 64) for _ in range(20)]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    num_buckets = torch.tensor(divisors, device=device)
+    features = len(divisors)
+    magic = torch.empty(2 * features, dtype=torch.int64, device=device)
+    groups = -(-features // 128)
+    module._keyed_tables[(groups,)](num_buckets, num_buckets, magic, num_buckets, 0, 1, features, 0, groups,
+                                    BLOCK=256, STEPS=1, PDL=False, num_warps=4)
+    got = [(m % (1 << 64), s) for m, s in zip(magic[:features].tolist(), magic[features:].tolist())]
+    exact = [(-(-(1 << (63 + (d - 1).bit_length())) // d), (d - 1).bit_length() - 1) for d in divisors]
+    wrong = [(d, g, e) for d, g, e in zip(divisors, got, exact) if g != e]
+    assert not wrong, (len(wrong), wrong[:3])
+    print(len(divisors), "reciprocals exact")
+""")
+
+
+def test_the_first_launchs_reciprocals_are_exact_for_divisors_of_every_bit_length(facts, tmp_path):
+    """ceil(2**(63 + l) / d) from a float64 estimate and two integer corrections: compared with Python's
+    integers for each power of two and its three neighbours either side, and 20 random divisors of each bit
+    length, up to 2**63 - 1."""
+    run = _run_on_awkward_inputs(_KEYED_RECIPROCALS, "keyed_feature_hash", "int64",
+                                 {"LOOKUP": "table", "PDL": False}, facts, tmp_path)
+    assert run.returncode == 0 and "reciprocals exact" in run.stdout, run.stderr[-3000:]
+
+
+def test_a_dependent_launch_is_offered_on_hopper_only_and_needs_a_first_launch(facts):
+    """Programmatic dependent launch is sm_90's: the A100 and AMD targets do not offer it, and a hash kernel with
+    no first launch before it (no table, no reciprocals) would depend on whatever ran before."""
+    from kevolve.plugins import get_manager
+
+    prob = catalog_problem("keyed_feature_hash", "int64", SMALL["keyed_feature_hash"])
+    recipe = recipe_for(RECIPES, prob)
+    space = recipe.space(prob, facts)
+    assert space.default()["PDL"] and space.valid({**space.default(), "LOOKUP": "table"})
+    assert space.valid({**space.default(), "LOOKUP": "table", "MOD": "div"})
+    assert not space.valid({**space.default(), "LOOKUP": "scan", "MOD": "div"})
+    source = recipe.render(prob, space.default())
+    assert source.count("tl.extra.cuda.gdc_wait()") == 2 and "launch_pdl" in source
+    assert "gdc_wait" not in recipe.render(prob, {**space.default(), "PDL": False})
+    for target in ("nvidia_a100", "amd_mi300"):
+        other = get_manager().target(target).spec.facts
+        assert "PDL" not in {p.name for p in recipe.space(prob, other).params}, target
+
+
+@pytest.mark.parametrize("lookup,original,replacement", [
+    ("table", "return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)", "return tl.where(end >= first, f, -1)"),
+    ("scan", "return tl.where(at_last == at_first, at_first, -1)", "return at_first"),
+])
+def test_a_keyed_hash_that_gives_a_block_its_first_ids_feature_is_caught(lookup, original, replacement, facts,
+                                                                          config):
     """Blocks that span features exist at the check shapes (40 features of about 200 ids): taking the feature
     of a block's first id for all of them is a wrong result, not a pass."""
     prob = catalog_problem("keyed_feature_hash", "int64", SMALL["keyed_feature_hash"])
-    e = evaluate_mutant(RECIPES, prob, facts, config, "return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)",
-                        "return tl.where(end >= first, f, -1)")
+    e = evaluate_mutant(RECIPES, prob, facts, config, original, replacement, change={"LOOKUP": lookup})
     assert e.status == "wrong_result", (e.status, e.reason)

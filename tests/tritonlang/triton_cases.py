@@ -24,11 +24,12 @@ def evaluate(source: str, params: dict, prob, config: HarnessConfig, target: str
     return evaluate_candidate(Candidate(source, "triton", params), prob, target, config)
 
 
-def evaluate_mutant(recipes, prob, facts, config: HarnessConfig, original: str, replacement: str, count: int = 1):
-    """The harness's evaluation of the recipe's default point with ``original`` (found ``count`` times in the
-    rendered source) replaced: a plausible mistake the checks must catch."""
+def evaluate_mutant(recipes, prob, facts, config: HarnessConfig, original: str, replacement: str, count: int = 1,
+                    change: dict | None = None):
+    """The harness's evaluation of the recipe's default point (with ``change``) with ``original`` (found
+    ``count`` times in the rendered source) replaced: a plausible mistake the checks must catch."""
     recipe = recipe_for(recipes, prob)
-    params = recipe.space(prob, facts).default()
+    params = {**recipe.space(prob, facts).default(), **(change or {})}
     source = recipe.render(prob, params)
     assert source.count(original) == count, (original, source.count(original))
     return evaluate(source.replace(original, replacement), params, prob, config)

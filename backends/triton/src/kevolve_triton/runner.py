@@ -89,8 +89,13 @@ def _round_bf16_casts() -> None:
 
 
 class TritonGpuRunner(Runner):
-    """Launches on the GPU. Each timed call starts with L2 evicted (a write over a buffer twice the L2 size)
-    and is timed by its own pair of device events, so queued launches of the CPU side do not count.
+    """Launches on the GPU. Each timed call starts with L2 evicted and clean (a read over a buffer twice the
+    L2 size) and is timed by its own pair of device events, so queued launches of the CPU side do not count.
+
+    The eviction reads rather than writes: a write leaves L2 full of the flush's own dirty lines, which the
+    timed call then has to write back to make room. On the lent H100 that cost a call 4 us at 34 MB and about
+    6 us from 64 MB up: a 34 MB ``copy_`` ran at 70% of a 1 GiB copy's bandwidth behind the write and at 92%
+    behind a read, layer_norm 4096x4096 bf16 at 80% and 99% (bench/results/nvidia_h100_flush.md).
 
     Between the flush and the start event the GPU spins: by the time the start event fires, the host has
     enqueued the timed call. Without it, a call whose host side (a Triton launch from Python costs tens of
@@ -123,8 +128,9 @@ class TritonGpuRunner(Runner):
 
     def flush_cache(self) -> None:
         if self._flush is None:
-            self._flush = torch.empty(self.flush_bytes, dtype=torch.int8, device=self.device)
-        self._flush.zero_()
+            self._flush = torch.ones(self.flush_bytes // 4, dtype=torch.float32, device=self.device)
+            self._flush_sum = torch.empty((), dtype=torch.float32, device=self.device)
+        torch.sum(self._flush, dim=0, out=self._flush_sum)
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
                          inner: dict[str, int]) -> dict[str, list[float]]:

@@ -18,7 +18,9 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
+from kevolve_triton.device import triton_facts
 from kevolve_triton.recipes.common import (
+    COMBINES,
     header,
     launch_args,
     launch_params,
@@ -107,14 +109,23 @@ class TritonKeyedFeatureHash(Recipe):
     Full blocks load and store without a mask, which keeps the accesses 16 bytes wide for any id count.
 
     - ``LOOKUP`` "search": the program searches for its block's feature itself, ``ceil(log2(features))`` dependent
-      loads before the divisor is known; "table": a first launch writes every block's feature (or -1 for one
-      that spans features), so the hash kernel waits on one load. On the H100 the table took 2-16% off the
-      device time per call (26-512 features, 2-34 million ids; ``bench/results/nvidia_h100_keyed_hash_points.md``),
-      most where the search is longest.
+      loads before the divisor is known; "scan": it loads every feature's first offset at once (``SCAN`` a round,
+      independent loads) and counts those at or before its block; "table": a first launch writes every block's
+      feature (or -1 for one that spans features), so the hash kernel waits on one load. On the H100 the table
+      took 2-16% off the device time per call against the search (26-512 features, 2-34 million ids;
+      ``bench/results/nvidia_h100_keyed_hash_points.md``), most where the search is longest; the scan, with a
+      dependent launch, 0-8% off the table at 26 features and level at 128
+      (``nvidia_h100_keyed_hash_pdl_points.md``). Default: the scan up to ``SCAN_FEATURES`` features.
     - ``MOD`` "div": the compiler's 64-bit remainder by the loaded size (a software routine on GPUs); "magic": the
       first launch also computes each feature's reciprocal m and shift s (exact for every 63-bit dividend, see
       the integer hashing passage), and the remainder is a multiply-high, a shift and a multiply-subtract: 2-10%
       off on the H100.
+    - ``PDL`` (targets whose facts say ``pdl``: Hopper): the hash kernel is a programmatic dependent launch of the
+      first one. It starts while the first launch runs, loads and mixes its ids, and waits for the tables only
+      then; the first launch waits for the work before it and lets the hash kernel start at once. Without it
+      the hash kernel starts after the first launch ends, a gap the small calls feel most: at 2 million ids
+      the scan took 16.7 us a call without and 15.8 with (in a CUDA graph, on the H100). Under Triton's
+      interpreter the file launches plainly.
     """
 
     name = "triton.keyed_feature_hash"
@@ -123,25 +134,51 @@ class TritonKeyedFeatureHash(Recipe):
     dtypes = (torch.int64,)
     #: features per program of the first launch's reciprocal part, and blocks per program of its lookup part
     GROUP = 128
+    #: feature counts up to which the default lookup is "scan": each program then loads a few sectors of first
+    #: offsets (from L2), and needs no table from the first launch
+    SCAN_FEATURES = 64
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
+        pdl = [Param("PDL", (False, True), {d.LATENCY_BOUND: +1}, default=True)] \
+            if triton_facts(facts).get("pdl") else []
+        few = problem.dims.get("features", 0) <= self.SCAN_FEATURES
         return ScheduleSpace([
             Param("BLOCK", pow2_range(256, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
                                                    d.OCCUPANCY_LIMITED: -1}, default=512),
-            Param("LOOKUP", ("search", "table"), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1}, default="table"),
+            Param("LOOKUP", ("search", "scan", "table"), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1},
+                  default="scan" if few else "table"),
             Param("MOD", ("div", "magic"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="magic"),
+            *pdl,
             *with_defaults(launch_params(facts, self.families[0]), num_warps=4),
-        ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 16))
+        ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 16) and not (
+            p.get("PDL") and not self._first_launches(p)))  # a dependent launch needs a first one
+
+    @staticmethod
+    def _first_launches(params: dict[str, Any]) -> bool:
+        return params["MOD"] == "magic" or params["LOOKUP"] == "table"
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
-        block = params["BLOCK"]
+        block, pdl = params["BLOCK"], bool(params.get("PDL"))
         magic, table = params["MOD"] == "magic", params["LOOKUP"] == "table"
-        return (header(problem, params) + _KEYED_HELPERS.format(rounds=mix_rounds(4), int64_max=f"{INT64_MAX:#x}")
-                + self._bucket(magic) + self._first_launch_kernel(magic, table)
-                + _KEYED_KERNEL.format(lookup=_LOOKUP[table])
-                + _KEYED_LAUNCHER.format(block=block, first_launch=self._first_launch(magic, table),
-                                         tables=self._tables(magic, table), launch=launch_args(params)))
+        text = (header(problem, params) + COMBINES
+                + _KEYED_HELPERS.format(rounds=mix_rounds(4), int64_max=f"{INT64_MAX:#x}") + self._bucket(magic)
+                + self._first_launch_kernel(magic, table, pdl)
+                + _KEYED_KERNEL.format(lookup=self._lookup(params["LOOKUP"], pdl))
+                + _KEYED_LAUNCHER.format(block=block, first_launch=self._first_launch(magic, table, pdl),
+                                         tables=self._tables(magic, table), pdl=_PDL_LAUNCH if pdl else "",
+                                         pdl_flag="pdl" if pdl else "False",
+                                         launch=launch_args(params) + (", **dependent" if pdl else "")))
+        return text.replace("import triton\n", "import os\n\nimport triton\n", 1) if pdl else text
+
+    @staticmethod
+    def _lookup(lookup: str, pdl: bool) -> str:
+        """The block's feature, and under PDL the wait for the first launch: the ids are loaded and mixed by
+        then, and a search or scan of the offsets (which the first launch does not write) goes before it too."""
+        if not pdl:
+            return _LOOKUP[lookup]
+        wait = "    if PDL:  # from here on, the first launch's tables\n        tl.extra.cuda.gdc_wait()"
+        return f"{wait}\n{_LOOKUP[lookup]}" if lookup == "table" else f"{_LOOKUP[lookup]}\n{wait}"
 
     @staticmethod
     def _tables(magic: bool, table: bool) -> str:
@@ -162,7 +199,7 @@ def _bucket(h, f, num_buckets_ptr, magic_ptr, features):
 
 """
 
-    def _first_launch_kernel(self, magic: bool, table: bool) -> str:
+    def _first_launch_kernel(self, magic: bool, table: bool, pdl: bool) -> str:
         """The first launch's kernel: its programs first fill the reciprocal table, then the block table."""
         parts = ([f"_magic_numbers(num_buckets_ptr, magic_ptr, features, group, {self.GROUP})"] if magic else []) + (
             [f"_block_features(offsets_ptr, block_feature_ptr, n, batch, features, programs, group - magic_groups, "
@@ -171,15 +208,18 @@ def _bucket(h, f, num_buckets_ptr, magic_ptr, features):
             return ""
         body = (f"    if group < magic_groups:\n        {parts[0]}\n    else:\n        {parts[1]}\n" if len(parts) == 2
                 else f"    {parts[0]}\n")
+        dependents = ("    if PDL:  # wait for the work before this launch, then let the hash kernel start\n"
+                      "        tl.extra.cuda.gdc_wait()\n"
+                      "        tl.extra.cuda.gdc_launch_dependents()\n") if pdl else ""
         return ((_MAGIC_NUMBERS if magic else "") + (_BLOCK_FEATURES if table else "") + f"""@triton.jit
 def _keyed_tables(offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, n, batch, features, programs,
-                  magic_groups, BLOCK: tl.constexpr, STEPS: tl.constexpr):
-    group = tl.program_id(0)
+                  magic_groups, BLOCK: tl.constexpr, STEPS: tl.constexpr, PDL: tl.constexpr):
+{dependents}    group = tl.program_id(0)
 {body}
 
 """)
 
-    def _first_launch(self, magic: bool, table: bool) -> str:
+    def _first_launch(self, magic: bool, table: bool, pdl: bool) -> str:
         if not (magic or table):
             return ""
         lines = ["magic = num_buckets.new_empty((2 * features,))",
@@ -189,12 +229,19 @@ def _keyed_tables(offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, n,
         lines.append(f"_keyed_tables[(magic_groups + table_groups,)](offsets, num_buckets, "
                      f"{self._tables(magic, table)}, n, batch, features,\n"
                      "                                                  programs, magic_groups, BLOCK=BLOCK, "
-                     "STEPS=steps, num_warps=4)")
+                     "STEPS=steps,\n                                                  "
+                     f"PDL={'pdl' if pdl else 'False'}, num_warps=4{', **dependent' if pdl else ''})")
         return "".join(f"    {line}\n" for line in lines)
 
 
-_LOOKUP = {True: "    f = tl.load(block_feature_ptr + pid)",
-           False: "    f = _block_feature(offsets_ptr, first, n, batch, features, BLOCK, STEPS)"}
+_LOOKUP = {"table": "    f = tl.load(block_feature_ptr + pid)",
+           "search": "    f = _block_feature(offsets_ptr, first, n, batch, features, BLOCK, STEPS)",
+           "scan": "    f = _scan_block_feature(offsets_ptr, first, n, batch, features, BLOCK, SCAN)"}
+
+#: a dependent launch needs the compiled kernel (Triton's interpreter has no grid dependency control)
+_PDL_LAUNCH = """    pdl = os.environ.get("TRITON_INTERPRET", "0") != "1"
+    dependent = {"launch_pdl": True} if pdl else {}
+"""
 
 _KEYED_HELPERS = """@triton.jit
 def _mix63(h, BLOCK: tl.constexpr):
@@ -224,30 +271,60 @@ def _block_feature(offsets_ptr, first, n, batch, features, BLOCK: tl.constexpr, 
     return tl.where(end >= tl.minimum(first + BLOCK, n), f, -1)
 
 
+@triton.jit
+def _scan_block_feature(offsets_ptr, first, n, batch, features, BLOCK: tl.constexpr, SCAN: tl.constexpr):
+    \"\"\"As _block_feature, by counting: the features after the first that start at or before the block's first
+    id give its feature, and the block spans features where that count differs at its last id.\"\"\"
+    last = tl.minimum(first + BLOCK, n) - 1
+    at_first = (first * 0).to(tl.int32)
+    at_last = at_first
+    for g0 in range(1, features, SCAN):
+        g = g0 + tl.arange(0, SCAN)
+        inside = g < features
+        start = tl.load(offsets_ptr + g.to(tl.int64) * batch, mask=inside, other=0)
+        at_first += tl.reduce((inside & (start <= first)).to(tl.int32), 0, _add)
+        at_last += tl.reduce((inside & (start <= last)).to(tl.int32), 0, _add)
+    return tl.where(at_last == at_first, at_first, -1)
+
+
 """
 
 _MAGIC_NUMBERS = """@triton.jit
 def _magic_numbers(num_buckets_ptr, magic_ptr, features, group, GROUP: tl.constexpr):
     \"\"\"For d >= 2: m = ceil(2**(63 + l) / d) and s = l - 1, l the bit length of d - 1, so that
-    floor(h / d) == umulhi(h, m) >> s for every h below 2**63. m by long division on 64-bit words: the
-    dividend's part above bit 64, 2**(l - 1), is already below d, and the partial remainder stays below
-    d < 2**63, so doubling it cannot overflow. d == 1 gives no usable m; _bucket returns 0 for it.\"\"\"
+    floor(h / d) == umulhi(h, m) >> s for every h below 2**63 (d == 1 gives no usable m; _bucket returns 0 for
+    it). A float64 quotient (relative error under 2**-51) less a margin puts m within 2**15 below
+    floor(2**(63 + l) / d); the remainder 2**(63 + l) - m * d, exact on two 64-bit words, divided in float64
+    again brings m to within 2 below it, and two conditional steps of d finish. A few dozen operations where a
+    bit-by-bit long division takes 64 dependent steps, which the hash kernel would wait for.\"\"\"
     f = group * GROUP + tl.arange(0, GROUP)
     inside = f < features
-    d = tl.load(num_buckets_ptr + f, mask=inside, other=2).to(tl.uint64, bitcast=True)
-    bits = tl.full((GROUP,), 0, tl.uint64)
-    for k in tl.static_range(64):
-        bits += (((d - 1) >> k) != 0).to(tl.uint64)
-    s = tl.maximum(bits, 1) - 1
-    one = tl.full((GROUP,), 1, tl.uint64)
-    r = one << s
-    q = tl.full((GROUP,), 0, tl.uint64)
-    for k in tl.static_range(64):
-        r = r << 1
-        carry = r >= d
-        r = tl.where(carry, r - d, r)
-        q = tl.where(carry, q | (one << (63 - k)), q)
-    tl.store(magic_ptr + f, (q + (r != 0).to(tl.uint64)).to(tl.int64, bitcast=True), mask=inside)
+    d = tl.maximum(tl.load(num_buckets_ptr + f, mask=inside, other=2), 2).to(tl.uint64, bitcast=True)
+    zero = tl.full((GROUP,), 0, tl.uint64)
+    x = d - 1
+    s = zero
+    for k in tl.static_range(6):  # s = l - 1, the highest set bit of d - 1, by halving
+        shifted = x >> (32 >> k)
+        s = tl.where(shifted != 0, s + (32 >> k), s)
+        x = tl.where(shifted != 0, shifted, x)
+    high = (zero + 1) << s  # the dividend 2**(63 + l) is high * 2**64
+    estimate = high.to(tl.float64) / d.to(tl.float64) * 9223372036854775808.0
+    m = (estimate.to(tl.uint64) - 8192) * 2
+    low = m * d
+    r_low = zero - low
+    r_high = high - tl.umulhi(m, d) - (low != 0).to(tl.uint64)
+    c = (r_high.to(tl.float64) * 18446744073709551616.0 + r_low.to(tl.float64)) / d.to(tl.float64)
+    c = tl.maximum(c.to(tl.uint64), 1) - 1
+    m += c
+    low = c * d
+    r_high = r_high - tl.umulhi(c, d) - (r_low < low).to(tl.uint64)
+    r_low = r_low - low
+    for _ in tl.static_range(2):
+        over = (r_high != 0) | (r_low >= d)
+        r_high = tl.where(over, r_high - (r_low < d).to(tl.uint64), r_high)
+        r_low = tl.where(over, r_low - d, r_low)
+        m = tl.where(over, m + 1, m)
+    tl.store(magic_ptr + f, (m + (r_low != 0).to(tl.uint64)).to(tl.int64, bitcast=True), mask=inside)
     tl.store(magic_ptr + features + f, s.to(tl.int64, bitcast=True), mask=inside)
 
 
@@ -265,7 +342,7 @@ def _block_features(offsets_ptr, block_feature_ptr, n, batch, features, programs
 
 _KEYED_KERNEL = """@triton.jit
 def _keyed_hash_kernel(ids_ptr, offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, out_ptr, n, batch,
-                       features, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+                       features, BLOCK: tl.constexpr, STEPS: tl.constexpr, SCAN: tl.constexpr, PDL: tl.constexpr):
     pid = tl.program_id(0)
     first = pid.to(tl.int64) * BLOCK
     offs = first + tl.arange(0, BLOCK)
@@ -296,10 +373,11 @@ _KEYED_LAUNCHER = """def kernel(inputs, outputs):
         return
     batch = (offsets.numel() - 1) // features
     steps = max(1, (features - 1).bit_length())
+    scan = min(1024, triton.next_power_of_2(max(1, features - 1)))
     BLOCK = {block}
     programs = triton.cdiv(n, BLOCK)
-{first_launch}    _keyed_hash_kernel[(programs,)](ids, offsets, num_buckets, {tables}, out, n, batch, features,
-                                    BLOCK=BLOCK, STEPS=steps{launch})
+{pdl}{first_launch}    _keyed_hash_kernel[(programs,)](ids, offsets, num_buckets, {tables}, out, n, batch, features,
+                                    BLOCK=BLOCK, STEPS=steps, SCAN=scan, PDL={pdl_flag}{launch})
 """
 
 
