@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import copy_bandwidth, load_kernel_file, same_bytes_copy
+from gpu_bench import copy_bandwidth, gpu_runner, load_kernel_file, same_bytes_copy
 
 #: rows of the committed table timed here: the three below 80% of the copy per call on 2026-11-26 and three
 #: that were not, small to large
@@ -37,11 +37,12 @@ ROWS = [("keyed_feature_hash", {"features": 26, "batch": 4096, "pool": 20}, "int
 COPY_MB = (8, 16, 34, 64, 128, 512)
 
 
-def flushing_runner(flush_bytes: int):
-    """The GPU runner with a ``mode`` switch between the write flush and its own read flush."""
-    from kevolve_triton.runner import TritonGpuRunner
+def flushing_runner():
+    """The target's GPU runner with a ``mode`` switch between the write flush and its own read flush, both over
+    the bytes its backend sizes the flush to."""
+    base = gpu_runner()
 
-    class Runner(TritonGpuRunner):
+    class Runner(type(base)):
         mode = "read"
 
         def flush_cache(self) -> None:
@@ -52,7 +53,7 @@ def flushing_runner(flush_bytes: int):
                 self._written = torch.empty(self.flush_bytes, dtype=torch.int8, device=self.device)
             self._written.zero_()
 
-    return Runner("cuda", flush_bytes=flush_bytes)
+    return Runner(base.device, flush_bytes=base.flush_bytes)
 
 
 def thunks_for_rows(results: Path) -> tuple[dict, dict]:
@@ -91,7 +92,7 @@ def main() -> int:
         thunk()
     torch.cuda.synchronize()
     copy = copy_bandwidth()
-    runner = flushing_runner(2 * torch.cuda.get_device_properties(0).L2_cache_size)
+    runner = flushing_runner()
     modes = ("write", "read")
     samples = {mode: {name: [] for name in thunks} for mode in modes}
     for _ in range(args.rounds):

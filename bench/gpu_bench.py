@@ -455,6 +455,15 @@ def merge(paths: list[Path], out: Path, target: str, keep_cases: bool = False) -
     return 0
 
 
+def gpu_runner(target: str = "nvidia_h100"):
+    """The target's GPU runner as its backend makes it (its flush sized from the target's caches), for the
+    scripts that time kernels outside a search."""
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target(target)
+    return registered.backend.runner(registered.spec)
+
+
 def load_kernel_file(source: str, tmp: Path, name: str):
     """Write a kernel file under ``tmp`` and load its launcher ``kernel`` as the NVIDIA runner does (a CUDA C++
     file's launcher then runs on PyTorch's current stream, else graph capture on a side stream fails)."""
@@ -681,11 +690,10 @@ def compile_baselines(rows_path: Path, out_path: Path, repeats: int = 41, inner:
     from kevolve.harness.baselines import compile_within_limit, compiled_reference
     from kevolve.harness.evaluation import Timing
     from kevolve.harness.pipeline import HarnessConfig
-    from kevolve.plugins import get_manager, worker_bootstrap
+    from kevolve.plugins import worker_bootstrap
 
     rows = json.loads(rows_path.read_text())
-    registered = get_manager().target(rows["target"])
-    runner = registered.backend.runner(registered.spec)
+    runner = gpu_runner(rows["target"])
     limit_s = HarnessConfig().compile_limit_s
     results = {}
     for index, row in enumerate(rows["rows"]):

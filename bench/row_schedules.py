@@ -29,20 +29,18 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import capture, copy_bandwidth, load_kernel_file, stream_time
+from gpu_bench import capture, copy_bandwidth, gpu_runner, load_kernel_file, stream_time
 
 
 _RUNNER = None
 
 
 def flush() -> None:
-    """The GPU runner's eviction, at the size the backend gives it (twice the L2), so that ``harness`` times
-    calls as kevolve's searches do."""
+    """The eviction of the target's own GPU runner, sized by its backend, so that ``harness`` times calls as
+    kevolve's searches do."""
     global _RUNNER
     if _RUNNER is None:
-        from kevolve_triton.runner import TritonGpuRunner
-
-        _RUNNER = TritonGpuRunner("cuda", flush_bytes=2 * torch.cuda.get_device_properties(0).L2_cache_size)
+        _RUNNER = gpu_runner()
     _RUNNER.flush_cache()
 
 
