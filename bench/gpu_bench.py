@@ -344,7 +344,15 @@ def runs_listing(rows: list[dict]) -> str:
 
 def load_part(path: Path, target: str) -> dict:
     """One run's results: its final JSON, or, for a run cut short, the rows it appended as it went (and the
-    device facts it wrote first, where the run got that far)."""
+    device facts it wrote first, where the run got that far). Also a results file itself, or one of the tables
+    of a file that keeps several (``FILE.json#TABLE``, as nvidia_h100_narrow_rows.json), so that committed
+    tables can be re-timed without the run directories they were joined from."""
+    file, _, table = str(path).partition("#")
+    if file.endswith(".json"):
+        loaded = json.loads(Path(file).read_text())
+        if table and table not in loaded:
+            raise SystemExit(f"{file} has no table {table!r}; it has: {', '.join(loaded)}")
+        return loaded[table] if table else loaded
     final = path / f"{target}.json"
     if final.exists():
         return json.loads(final.read_text())
@@ -535,9 +543,8 @@ def same_bytes_copy(nbytes: int):
     return lambda: dst.copy_(src)
 
 
-def default_point(problem, target: str, recipe_name: str | None = None) -> dict:
-    """A finalist (recipe, parameters, source) at the default point of the named recipe, or of the target's
-    first recipe that supports ``problem`` (a Triton one), rendered for ``target``."""
+def _recipe(problem, target: str, recipe_name: str | None = None):
+    """The named recipe, or the target's first that supports ``problem`` (a Triton one), and the target's facts."""
     from kevolve.plugins import get_manager
 
     registered = get_manager().target(target)
@@ -546,8 +553,25 @@ def default_point(problem, target: str, recipe_name: str | None = None) -> dict:
     if recipe is None:
         raise SystemExit(f"no recipe {recipe_name or ''} for {problem.describe()} on {target} here: "
                          f"{', '.join(r.name for r in recipes if r.supports(problem)) or 'none supports it'}")
-    params = recipe.space(problem, registered.backend.facts(registered.spec)).default()
+    return recipe, registered.backend.facts(registered.spec)
+
+
+def default_point(problem, target: str, recipe_name: str | None = None) -> dict:
+    """A finalist (recipe, parameters, source) at the default point of the named recipe, or of the target's
+    first recipe that supports ``problem`` (a Triton one), rendered for ``target``."""
+    recipe, facts = _recipe(problem, target, recipe_name)
+    params = recipe.space(problem, facts).default()
     return {"recipe": recipe.name, "parameters": params, "source": recipe.render(problem, params)}
+
+
+def with_source(finalist: dict, problem, target: str) -> dict:
+    """The finalist with its kernel source: a table joined by --combine keeps each finalist's recipe and
+    parameters only, and the source is a function of them (rendered by today's recipe, which is what a
+    re-timing is meant to measure)."""
+    if not finalist.get("source"):
+        recipe, _ = _recipe(problem, target, finalist["recipe"])
+        finalist["source"] = recipe.render(problem, finalist["parameters"])
+    return finalist
 
 
 def default_rows(cases: list[list], target: str) -> list[dict]:
@@ -622,7 +646,7 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             tol = problem.tolerance(problem.dtype)
             kernels = {}
             for j, fin in enumerate(finalists):
-                kernel = load_kernel_file(fin["source"], tmp, f"k{index}_{j}")
+                kernel = load_kernel_file(with_source(fin, problem, target)["source"], tmp, f"k{index}_{j}")
                 for round_ in range(2):  # fresh inputs, poisoned outputs, as the harness checks
                     fresh = [t.cuda() for t in problem.make_inputs(problem.dims, gen)]
                     ref = [t.cuda() for t in problem.reference(fresh)]
@@ -923,8 +947,8 @@ def main() -> int:
     parser.add_argument("--max-autotune", nargs="*", metavar="OP", help="also time kevolve's max-autotune baseline "
                         "in the quiet re-timing (each op's autotuning under kevolve's compile-time limit), for the "
                         "rows of these ops (none named: every row)")
-    parser.add_argument("--retime-from", help="a directory with an earlier run's results: only re-time its rows "
-                        "(phase 4) and write the tables under --out")
+    parser.add_argument("--retime-from", help="a directory with an earlier run's results, a results JSON file, or "
+                        "FILE.json#TABLE: only re-time its rows (phase 4) and write the tables under --out")
     parser.add_argument("--defaults", help="JSON [[op, dims, dtype(, recipe)], ...]: no search, re-time a recipe's "
                         "default kernel for each case as phase 4 does (see default_rows)")
     parser.add_argument("--add-finalists", nargs="*", metavar="RECIPE", help="with --retime-from: these "

@@ -112,6 +112,30 @@ def test_recipe_defaults_join_the_finalists_of_the_rows_they_support(monkeypatch
         gpu_bench.add_finalists(rows, "nvidia_h100", ["cuda.nothing"])
 
 
+def test_a_committed_table_is_re_timed_from_its_file_with_sources_rendered_again(tmp_path):
+    """``--retime-from FILE.json#TABLE`` starts from one table of a file that keeps several, and a finalist that
+    a --combine kept without its source gets today's rendering of its recipe and parameters."""
+    import kevolve
+
+    searched = {"recipe": "triton.row_norm", "parameters": {"ROWS": 8, "MAX_BLOCK": 64, "TILE": 128, "PROGRAMS": 0,
+                                                           "num_warps": 2}}
+    table = {"rows": [{"op": "rms_norm", "shape": {"rows": 4096, "cols": 64}, "dtype": "float32",
+                       "finalists": [dict(searched)]}]}
+    joined = tmp_path / "joined.json"
+    joined.write_text(json.dumps({"narrow": table, "other": {"rows": []}}))
+    assert gpu_bench.load_part(Path(f"{joined}#narrow"), "nvidia_h100") == table
+    assert gpu_bench.load_part(joined, "nvidia_h100")["other"] == {"rows": []}
+    with pytest.raises(SystemExit, match="has no table 'wide'; it has: narrow, other"):
+        gpu_bench.load_part(Path(f"{joined}#wide"), "nvidia_h100")
+    problem = kevolve.api.resolve_problem("rms_norm", {"rows": 4096, "cols": 64}, "float32", None)
+    finalist = gpu_bench.with_source(dict(searched), problem, "nvidia_h100")
+    assert "ROWS=8" in finalist["source"] and "@triton.jit" in finalist["source"]
+    kept = {**searched, "source": "as searched"}
+    assert gpu_bench.with_source(kept, problem, "nvidia_h100")["source"] == "as searched"
+    with pytest.raises(SystemExit, match="no recipe triton.nothing for"):
+        gpu_bench.with_source({"recipe": "triton.nothing", "parameters": {}}, problem, "nvidia_h100")
+
+
 def test_traffic_table_gives_each_kernel_its_dram_share_and_says_what_failed():
     """The traffic phase's table: DRAM share of peak and counted bytes over duration, for the row's kernel and
     torch.compile's; a profile that failed says so; rows that were not profiled are left out."""
