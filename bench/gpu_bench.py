@@ -215,7 +215,10 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             if copy_ncu else "") + (
             " `copy, same bytes` is the time per call of a `copy_` of the row's minimum bytes (half read, half "
             "written), timed in the same rounds as the kernel, over the kernel's: the kernel against moving its bytes "
-            "and nothing else at that size (blank for rows of runs made before 2026-11-25 09:14 UTC)."
+            "and nothing else at that size (blank for rows of runs made before 2026-11-25 09:14 UTC). Since "
+            f"2026-11-26 22:30 UTC the copy's length is rounded up to whole {COPY_GRANULE} bytes: a copy of another "
+            "length takes a slower path (up to 40% slower on the H100, nvidia_h100_copy_length.md), so in rows of "
+            "earlier runs whose half-bytes are not such a multiple this column reads high."
             if same_size else "") + (
             f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
             "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
@@ -532,15 +535,27 @@ def graph_time(fn, sets: int) -> float | None:
 
 
 def same_bytes_copy(nbytes: int):
-    """A thunk copying ``nbytes`` // 2 bytes (read plus written: the row's minimum bytes) with ``copy_``, the
-    copy the bandwidth yardstick uses: timed per call beside a row's kernel, it shows what moving that many bytes
-    costs under the same flush, spin and launch, which the 1 GiB copy's rate says nothing about for rows of tens
-    of MB (ramp-up, tail, the dirty L2 the flush leaves). Not a hard floor: below ~20 MB a fused kernel has
-    been measured faster than ``copy_`` (nvidia_h100_more_shapes.md)."""
+    """A thunk copying about ``nbytes`` // 2 bytes (read plus written: the row's minimum bytes) with ``copy_``,
+    the copy the bandwidth yardstick uses: timed per call beside a row's kernel, it shows what moving that many
+    bytes costs under the same flush, spin and launch, which the 1 GiB copy's rate says nothing about for rows
+    of tens of MB (ramp-up, tail). Not a hard floor: below ~20 MB a fused kernel has been measured faster than
+    ``copy_`` (nvidia_h100_more_shapes.md)."""
     # filled without the CUDA generator: a failed graph capture before (graph_time) leaves it unusable
-    src = torch.full((max(1, nbytes // 2),), 7, dtype=torch.uint8, device="cuda")
+    src = torch.full((copy_length(nbytes),), 7, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     return lambda: dst.copy_(src)
+
+
+COPY_GRANULE = 4096
+
+
+def copy_length(nbytes: int) -> int:
+    """The bytes ``same_bytes_copy`` copies: half of ``nbytes``, rounded up to whole ``COPY_GRANULE``s. A device
+    copy of another length can take a slower path: on the lent H100 a copy of 16,990,068 bytes (keyed_feature_hash
+    at 2 million ids) took 15.1 us per call and one of 16,990,208 12.6 us; 7,843,172 bytes took 11.2 us, and 8.0
+    only once rounded to whole 4 KiB (bench/results/nvidia_h100_copy_length.md). Rows with such byte counts then
+    looked faster than a copy of their bytes; a few KiB more changes nothing else."""
+    return max(1, -(-(nbytes // 2) // COPY_GRANULE) * COPY_GRANULE)
 
 
 def _recipe(problem, target: str, recipe_name: str | None = None):

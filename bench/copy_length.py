@@ -1,0 +1,78 @@
+"""Per-call time of a device copy by the alignment of its length, for the table's `copy, same bytes` column.
+
+    python bench/copy_length.py --out $OUT [--results bench/results/nvidia_h100.json]
+
+Why: ``gpu_bench.same_bytes_copy`` times a ``copy_`` of half a row's minimum bytes beside the row's kernel. The
+rows whose byte count is not a multiple of 512 (keyed_feature_hash, jagged_truncate, embedding_bag) had copies
+that ran slower than their size predicts, so their kernels looked faster than a copy of their bytes. This times,
+interleaved in one run with the GPU runner's flush and spin, each such row's copy at its exact length and rounded
+up to 16 bytes, 256 bytes and ``gpu_bench.COPY_GRANULE`` (the length ``same_bytes_copy`` now uses). Writes
+``copy_length.md`` and ``copy_length.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+from pathlib import Path
+
+import torch
+from gpu_bench import COPY_GRANULE, copy_bandwidth, copy_length, gpu_runner
+
+
+def exact_copy(length: int):
+    """A ``copy_`` of exactly ``length`` bytes."""
+    src = torch.full((length,), 7, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=".")
+    parser.add_argument("--results", default=str(Path(__file__).parent / "results" / "nvidia_h100.json"))
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = json.loads(Path(args.results).read_text())["rows"]
+    halves = sorted({int(r["bytes"]) // 2 for r in rows if (int(r["bytes"]) // 2) % 256})
+    lengths = {}
+    for half in halves:
+        for label, granule in (("exact", 1), ("16 B", 16), ("256 B", 256), (f"{COPY_GRANULE} B", COPY_GRANULE)):
+            lengths[f"{half} {label}"] = -(-half // granule) * granule
+    assert all(copy_length(2 * half) == lengths[f"{half} {COPY_GRANULE} B"] for half in halves)
+    thunks = {name: exact_copy(length) for name, length in lengths.items()}
+    runner = gpu_runner()
+    copy = copy_bandwidth()
+    samples = {name: [] for name in thunks}
+    for _ in range(args.rounds):
+        for name, values in runner.time_interleaved(thunks, repeats=11, inner={n: 10 for n in thunks}).items():
+            samples[name] += values
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"# Device copy time by the alignment of its length ({torch.cuda.get_device_name()})", "",
+             f"torch {torch.__version__}. Date: {when}. Command: `python bench/copy_length.py --out $OUT`.", "",
+             ("Each row's copy (half its minimum bytes, read and written by `copy_`) at the exact length and "
+              "rounded up; every call behind the GPU runner's flush and spin, between two device events, ten calls "
+              f"a sample, 11 samples a round, {args.rounds} rounds, all lengths interleaved. `BW`: bytes read plus "
+              f"written over the median, against a 1 GiB copy in this run ({copy / 1e12:.3f} TB/s)."), "",
+             "| half of the row's bytes | rounded to | bytes copied | us [p10..p90] | BW |", "|---|---|---|---|---|"]
+    for name, length in lengths.items():
+        half, label = name.split(" ", 1)
+        values = samples[name]
+        tenths = statistics.quantiles(values, n=10)
+        median = statistics.median(values)
+        lines.append(f"| {half} | {label} | {length} | {median * 1e6:.1f} [{tenths[0] * 1e6:.1f}..{tenths[-1] * 1e6:.1f}]"
+                     f" | {2 * length / median / copy:.0%} |")
+    (out / "copy_length.md").write_text("\n".join(lines) + "\n")
+    (out / "copy_length.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "date": when,
+                                                      "torch": torch.__version__, "copy_bytes_per_s": copy,
+                                                      "lengths": lengths, "samples_s": samples}))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
