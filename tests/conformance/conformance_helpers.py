@@ -18,6 +18,23 @@ def usable_target(name: str):
     return registered
 
 
+def every_sample_passes(op: str, registered: Any, db: Any, path: Any, *, samples: int | None = None,
+                        kernels: int | None = None, language: str | None = None, **options: Any) -> Any:
+    """``check_op`` of ``op`` on a fresh cache under ``path``, asserting that every sample ran and passed within
+    tolerance (and, where given, how many samples and kernels there were and in which language); the result, for
+    the assertions a test adds."""
+    from kevolve.conformance.run import ResultCache, check_op
+
+    result = check_op(op, registered, ResultCache(path / "conformance.sqlite"), db, refresh=True, **options)
+    assert result.total == result.passed > 0, [(s.label, s.reason) for s in result.failed + result.declined]
+    assert samples is None or result.total == samples, result.total
+    assert not result.declined and not result.failed and not result.error and result.ok
+    assert kernels is None or len(result.kernels) == kernels, len(result.kernels)
+    assert language is None or result.language == language, result.language
+    assert result.worst <= 1.0
+    return result
+
+
 class HandEntry:
     """A one-op OpInfo stand-in: the given samples (the two larger random ones are added by the draw), judged
     against the given reference."""

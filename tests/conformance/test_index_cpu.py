@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("expecttest")
 
-from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand
+from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand, every_sample_passes
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
 from kevolve.conformance.run import ResultCache, check_op
@@ -22,10 +22,7 @@ from kevolve.conformance.run import ResultCache, check_op
 @pytest.mark.parametrize(("op", "samples"), [("gather", 9), ("scatter_add", 9), ("index_put", 6),
                                              ("nn.functional.embedding", 12), ("bucketize", 26)])
 def test_index_ops_pass_every_sample(db, cpu, tmp_path, op, samples):
-    result = check_op(op, cpu, ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
-    assert result.language == "cpp" and not result.declined and not result.failed
-    assert result.passed == result.total == samples and result.ok
-    assert result.worst <= 1.0
+    every_sample_passes(op, cpu, db, tmp_path, samples=samples, language="cpp")
 
 
 def test_wrong_side_of_the_search_fails(db, cpu, tmp_path):

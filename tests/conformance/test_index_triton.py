@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand, usable_target
+from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand, every_sample_passes, usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
@@ -29,16 +29,11 @@ from kevolve_triton.recipes.aten_index import TritonAtenScatter
 @pytest.mark.parametrize(("op", "samples"), [("take_along_dim", 7), ("scatter_add", 9), ("index_put", 6),
                                              ("nn.functional.embedding", 12)])
 def test_index_ops_pass_every_sample_on_nvidia(db, tmp_path, op, samples):
-    result = check_op(op, usable_target("nvidia_h100"), ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
-    assert result.language == "triton" and not result.declined and not result.failed, result.reasons("failed")
-    assert result.passed == result.total == samples and result.ok
-    assert result.worst <= 1.0
+    every_sample_passes(op, usable_target("nvidia_h100"), db, tmp_path, samples=samples, language="triton")
 
 
 def test_index_put_passes_on_mtia_sim(db, tmp_path):
-    result = check_op("index_put", usable_target("mtia_sim"), ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
-    assert result.language == "triton" and not result.declined and not result.failed, result.reasons("failed")
-    assert result.passed == result.total == 6 and result.ok
+    every_sample_passes("index_put", usable_target("mtia_sim"), db, tmp_path, samples=6, language="triton")
 
 
 def test_bucketize_passes_and_the_wrong_side_fails(db, tmp_path):

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import HandEntry, usable_target
+from conformance_helpers import HandEntry, every_sample_passes, usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
@@ -36,12 +36,7 @@ from torch.testing._internal.opinfo.core import SampleInput
     ("mtia_sim", "nn.functional.smooth_l1_loss", 10, 4),  # beta 0 / 0.75 / 1 / 5, the three reductions
 ])
 def test_every_sample_passes(db, tmp_path, target, op, samples, kernels):
-    registered = usable_target(target)
-    result = check_op(op, registered, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True)
-    assert result.total == samples == result.passed, [(s.label, s.reason) for s in result.failed + result.declined]
-    assert not result.declined and not result.error
-    assert len(result.kernels) == kernels and result.language == "triton"
-    assert result.worst <= 1.0
+    every_sample_passes(op, usable_target(target), db, tmp_path, samples=samples, kernels=kernels, language="triton")
 
 
 def test_a_wrong_kernel_is_reported_failing(db, tmp_path):

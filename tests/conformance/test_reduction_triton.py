@@ -22,7 +22,7 @@ import torch
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import usable_target
+from conformance_helpers import every_sample_passes, usable_target
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
@@ -40,21 +40,12 @@ NAN, INF = math.nan, math.inf
     ("cumprod", 1),  # float64 accumulation: overflows where ATen's does
 ])
 def test_every_float32_sample_passes_on_nvidia(db, tmp_path, op, kernels):
-    nvidia = usable_target("nvidia_h100")
-    result = check_op(op, nvidia, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True,
-                      dtypes=("float32",))
-    assert result.total == result.passed > 0, [(s.label, s.reason) for s in result.failed + result.declined]
-    assert not result.declined and not result.error
-    assert len(result.kernels) == kernels and result.language == "triton"
-    assert result.worst <= 1.0
+    every_sample_passes(op, usable_target("nvidia_h100"), db, tmp_path, kernels=kernels, language="triton",
+                        dtypes=("float32",))
 
 
 def test_mtia_sim_runs_a_reduction(db, tmp_path):
-    mtia = usable_target("mtia_sim")
-    result = check_op("argmin", mtia, ResultCache(tmp_path / "conformance.sqlite"), db, refresh=True,
-                      dtypes=("float32",))
-    assert result.total == result.passed == 15, [(s.label, s.reason) for s in result.failed + result.declined]
-    assert not result.declined
+    every_sample_passes("argmin", usable_target("mtia_sim"), db, tmp_path, samples=15, dtypes=("float32",))
 
 
 def test_a_wrong_kernel_is_reported_failing(db, tmp_path):
