@@ -11,12 +11,17 @@ import dataclasses
 import os
 
 import pytest
-import torch
 
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand, every_sample_passes, usable_target
+from conformance_helpers import (
+    SCATTER_BY_HAND,
+    check_scatter_by_hand,
+    compile_ahead,
+    every_sample_passes,
+    usable_target,
+)
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
@@ -73,11 +78,6 @@ def test_scatter_by_hand(tmp_path, monkeypatch, reduce, include_self, expected):
 
 
 def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch):
-    import triton
-    from kevolve_triton.capture import capture_launches
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     nvidia = usable_target("nvidia_h100")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -85,14 +85,6 @@ def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(db, tmp_path, monkey
         case = next(c for c in draw(OPS[op], op, db).cases if not c.declined and label in c.label)
         source, language, why = synthesize(nvidia, kernel_spec(case))
         assert language == "triton" and not why
-        path = tmp_path / f"{op}.py"
-        path.write_text(source)
-        _, kernel = load_kernel_module(str(path))
-        compiled = []
-        for launch in capture_launches(kernel, case.inputs, [torch.empty_like(t) for t in case.expected]):
-            for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
-                ast = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
-                triton.compile(ast, target=target, options=launch.options)
-                compiled.append(f"{launch.name}@{target.arch}")
+        compiled = compile_ahead(source, tmp_path / f"{op}.py", case)
         # every launch of the file: the copy, the walk along dim, the division (scatter mean); one (embedding_bag)
         assert len(compiled) == (6 if op == "scatter_reduce" else 2), compiled

@@ -19,8 +19,7 @@ import torch.nn.functional as F
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
 
-from conformance_helpers import HandEntry, every_sample_passes, usable_target
-from kevolve.backend.runner import load_kernel_module
+from conformance_helpers import HandEntry, compile_ahead, every_sample_passes, usable_target
 from kevolve.conformance import OPS
 from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
 from kevolve.conformance.samples import draw
@@ -82,11 +81,6 @@ def test_arguments_the_opinfo_samples_leave_out():
 
 
 def test_the_same_source_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monkeypatch):
-    import triton
-    from kevolve_triton.capture import capture_launches
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     nvidia = usable_target("nvidia_h100")
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
@@ -95,13 +89,4 @@ def test_the_same_source_compiles_ahead_for_sm90_and_gfx942(db, tmp_path, monkey
     source, language, why = synthesize(nvidia, kernel_spec(case))
     assert language == "triton" and not why
     assert "libdevice" not in source and "torch" not in source.split("def kernel")[1]
-    path = tmp_path / "group_norm.py"
-    path.write_text(source)
-    _, kernel = load_kernel_module(str(path))
-    compiled = []
-    for launch in capture_launches(kernel, case.inputs, [torch.empty_like(t) for t in case.expected]):
-        for gpu in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
-            spec = ASTSource(launch.fn, launch.signature, constexprs=launch.constexprs, attrs=launch.attrs)
-            triton.compile(spec, target=gpu, options=launch.options)
-            compiled.append(f"{gpu.backend}:{gpu.arch}")
-    assert compiled == ["cuda:90", "hip:gfx942"]
+    assert compile_ahead(source, tmp_path / "group_norm.py", case) == ["cuda:90", "hip:gfx942"]
