@@ -35,6 +35,25 @@ def every_sample_passes(op: str, registered: Any, db: Any, path: Any, *, samples
     return result
 
 
+def bucketize_with_sides_swapped_fails(registered: Any, db: Any, path: Any) -> None:
+    """bucketize checked with ``right`` flipped before the kernel sees it: the samples with no value on a boundary
+    still agree, the large sample (zeros, infinities on both sides) cannot, so the check must report failures."""
+    import dataclasses
+
+    from kevolve.conformance import OPS
+    from kevolve.conformance.run import ResultCache, check_op
+
+    def flipped(tensors, attrs):
+        tensors, attrs = OPS["bucketize"].prepare(tensors, attrs)
+        return [*tensors[:-1], 1 - tensors[-1]], attrs  # right <-> left
+
+    wrong = dataclasses.replace(OPS["bucketize"], prepare=flipped)
+    result = check_op("bucketize", registered, ResultCache(path / "wrong.sqlite"), db, spec_override=wrong)
+    assert not result.ok and not result.declined
+    assert result.failed and result.passed < result.total
+    assert any(s.label.endswith("large(514, 1031)") for s in result.failed)
+
+
 class HandEntry:
     """A one-op OpInfo stand-in: the given samples (the two larger random ones are added by the draw), judged
     against the given reference."""

@@ -6,16 +6,17 @@ order of the writes shows).
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 pytest.importorskip("expecttest")
 
-from conformance_helpers import SCATTER_BY_HAND, check_scatter_by_hand, every_sample_passes
-from kevolve.conformance import OPS
+from conformance_helpers import (
+    SCATTER_BY_HAND,
+    bucketize_with_sides_swapped_fails,
+    check_scatter_by_hand,
+    every_sample_passes,
+)
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
-from kevolve.conformance.run import ResultCache, check_op
 
 
 # OpInfo samples plus the two larger random ones, each kernel kind once
@@ -26,16 +27,7 @@ def test_index_ops_pass_every_sample(db, cpu, tmp_path, op, samples):
 
 
 def test_wrong_side_of_the_search_fails(db, cpu, tmp_path):
-    def flipped(tensors, attrs):
-        tensors, attrs = OPS["bucketize"].prepare(tensors, attrs)
-        return [*tensors[:-1], 1 - tensors[-1]], attrs  # right <-> left
-
-    wrong = dataclasses.replace(OPS["bucketize"], prepare=flipped)
-    result = check_op("bucketize", cpu, ResultCache(tmp_path / "c.sqlite"), db, spec_override=wrong)
-    assert not result.ok and not result.declined
-    # the samples with no value on a boundary still agree; the large sample (zeros, infinities on both sides) cannot
-    assert result.failed and result.passed < result.total
-    assert any(s.label.endswith("large(514, 1031)") for s in result.failed)
+    bucketize_with_sides_swapped_fails(cpu, db, tmp_path)
 
 
 def _scatter_kernel(cpu, tmp_path, reduce: str, include_self: bool):

@@ -7,7 +7,6 @@ sm_90 and gfx942.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import pytest
@@ -17,6 +16,7 @@ pytest.importorskip("triton")
 
 from conformance_helpers import (
     SCATTER_BY_HAND,
+    bucketize_with_sides_swapped_fails,
     check_scatter_by_hand,
     compile_ahead,
     every_sample_passes,
@@ -25,7 +25,7 @@ from conformance_helpers import (
 from kevolve.backend.runner import load_kernel_module
 from kevolve.conformance import OPS
 from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
-from kevolve.conformance.run import ResultCache, check_op, kernel_spec, synthesize
+from kevolve.conformance.run import kernel_spec, synthesize
 from kevolve.conformance.samples import draw
 from kevolve_triton.recipes.aten_index import TritonAtenScatter
 
@@ -43,19 +43,8 @@ def test_index_put_passes_on_mtia_sim(db, tmp_path):
 
 def test_bucketize_passes_and_the_wrong_side_fails(db, tmp_path):
     nvidia = usable_target("nvidia_h100")
-    right = check_op("bucketize", nvidia, ResultCache(tmp_path / "c.sqlite"), db, refresh=True)
-    assert right.passed == right.total == 26 and right.ok and not right.declined
-
-    def flipped(tensors, attrs):
-        tensors, attrs = OPS["bucketize"].prepare(tensors, attrs)
-        return [*tensors[:-1], 1 - tensors[-1]], attrs  # right <-> left
-
-    wrong = dataclasses.replace(OPS["bucketize"], prepare=flipped)
-    result = check_op("bucketize", nvidia, ResultCache(tmp_path / "w.sqlite"), db, spec_override=wrong)
-    assert not result.ok and not result.declined
-    # the samples with no value on a boundary still agree; the large sample (zeros, infinities on both sides) cannot
-    assert result.failed and result.passed < result.total
-    assert any(s.label.endswith("large(514, 1031)") for s in result.failed)
+    every_sample_passes("bucketize", nvidia, db, tmp_path, samples=26)
+    bucketize_with_sides_swapped_fails(nvidia, db, tmp_path)
 
 
 def _scatter_kernel(tmp_path, monkeypatch, reduce: str, include_self: bool):
