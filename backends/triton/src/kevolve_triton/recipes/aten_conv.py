@@ -35,6 +35,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range
+from kevolve_triton.recipes.host import DTYPE_NAME, host_functions
 
 #: storage dtypes the kernels load and store (computed in float32)
 FLOATS = ("float32", "bfloat16", "float16")
@@ -45,11 +46,7 @@ RESIZE_TAPS = {"nearest": 1, "nearest-exact": 1, "linear": 2, "cubic": 4}
 PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 #: host helpers every launcher shares (copied into the kernel file)
-_HOST = '''def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _decline(why):
+_HOST = host_functions(DTYPE_NAME) + '''def _decline(why):
     raise RuntimeError(f"declined: {why}")
 
 

@@ -44,6 +44,7 @@ from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.aten_pointwise import TL_STORAGE, compute_type
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_literal
+from kevolve_triton.recipes.host import DTYPE_NAME, host_functions
 
 #: dimensions the gather and scatter kernels index (each passed as its own size and stride arguments)
 MAX_RANK = 8
@@ -80,11 +81,7 @@ def _innermost_first(body: Callable[[int], list[str]], rank: str = "RANK", inden
 
 
 def _dtype_name() -> str:
-    return '''def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _pad(values, fill=0):
+    return host_functions(DTYPE_NAME) + '''def _pad(values, fill=0):
     """Sizes or strides padded to MAX_RANK entries (the kernel's fixed signature)."""
     return list(values) + [fill] * (MAX_RANK - len(values))
 

@@ -42,6 +42,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import header, launch_args, launch_params, triton_literal
+from kevolve_triton.recipes.host import DTYPE_NAME, host_functions
 
 #: storage dtypes the kernels load (always widened to float32); bool only for attention masks
 TL_STORAGE = {"float32": "tl.float32", "bfloat16": "tl.bfloat16", "float16": "tl.float16", "float64": "tl.float64",
@@ -75,11 +76,7 @@ def _batch_offsets(names: list[str], index: str) -> str:
 _HOST = f'''MAX_BATCH = {MAX_BATCH}
 
 
-def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _declined(why):
+{host_functions(DTYPE_NAME)}def _declined(why):
     return RuntimeError("declined: " + why)
 
 

@@ -28,6 +28,7 @@ from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes import tl_math
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_literal
+from kevolve_triton.recipes.host import DENSE, DTYPE_NAME, POW2, host_functions
 
 #: storage dtype name -> Triton element type, for the float tensors these kernels read and write
 FLOAT_TYPES = {"float32": "tl.float32", "float64": "tl.float64", "bfloat16": "tl.bfloat16", "float16": "tl.float16"}
@@ -119,31 +120,7 @@ class _NormRecipe(Recipe):
 def _launcher(k: Any, body: str) -> str:
     """The host function the runner calls: counts and dtypes checked (a mismatch declines), then ``body``."""
     dtypes = tuple(dt for _, dt in k.inputs)
-    return f'''def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _pow2(n):
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
-def _contiguous(t):
-    """Row-major strides (size-1 dims may have any; an empty tensor is never read): the kernel's flat indexing
-    assumes them."""
-    if t.numel() == 0:
-        return True
-    expected = 1
-    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
-
-
-def _tile(extent, tile):
+    return f'''{host_functions(DTYPE_NAME, POW2, DENSE)}def _tile(extent, tile):
     """(LANES, BLOCK): BLOCK columns, a power of two covering ``extent`` (at most {MAX_BLOCK}, at least
     {MIN_BLOCK}), and the lanes that fill ``tile`` elements."""
     block = min({MAX_BLOCK}, max({MIN_BLOCK}, _pow2(extent)))
@@ -163,7 +140,7 @@ def kernel(inputs, outputs):
 def _flat_launch(params: dict[str, Any], extent: str, lanes: str) -> str:
     """Launcher body of the flat-indexed kernels: contiguous tensors, a [LANES, BLOCK] tile from the reduced
     extent's bound ``extent``, a grid of lane tiles from the bound ``lanes`` (capped: programs stride)."""
-    return f"""    if not all(_contiguous(t) for t in inputs):
+    return f"""    if not all(_dense(t) for t in inputs):
         raise RuntimeError("declined: a non-contiguous tensor")
     x = inputs[0]
     if out.numel() == 0 or x.numel() == 0:
@@ -580,7 +557,7 @@ def _kv_kernel({pointers}, g_ptr, out_ptr, LANES: tl.constexpr, BLOCK: tl.conste
 
     def launch(self, k: Any, params: dict[str, Any]) -> str:
         # classes: dim 1 (dim 0 of an unbatched input); a reduced loss is one program's deterministic sum
-        return f"""    if not all(_contiguous(t) for t in inputs):
+        return f"""    if not all(_dense(t) for t in inputs):
         raise RuntimeError("declined: a non-contiguous tensor")
     x = inputs[0]
     if out.numel() == 0:

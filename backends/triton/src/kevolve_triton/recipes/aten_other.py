@@ -33,6 +33,7 @@ from kevolve.synthesis.schedule import ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes.common import header, launch_args, launch_params
+from kevolve_triton.recipes.host import DTYPE_NAME, POW2, host_functions
 
 #: storage dtypes the selection kernels order (their keys are float32 bit patterns)
 LINE_DTYPES = ("float32", "bfloat16", "float16")
@@ -516,18 +517,7 @@ def _lines_launcher(op: str, dtype: str, outputs: tuple[str, ...], params: dict[
 import os
 
 
-def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _pow2(n):
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
-def kernel(inputs, outputs):
+{host_functions(DTYPE_NAME, POW2)}def kernel(inputs, outputs):
     if len(inputs) != 2 or len(outputs) != {len(outputs)}:
         raise RuntimeError("declined: wrong number of tensors")
     x, prm = inputs
@@ -683,13 +673,7 @@ def _kv_move(x_ptr, prm_ptr, out_ptr, n, n_prm, {_dims("s")}, {_dims("t")}, RANK
 '''
 
 
-_MOVE_HOST = '''
-
-def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _padded(values, fill):
+_MOVE_HOST = "\n\n" + host_functions(DTYPE_NAME) + '''def _padded(values, fill):
     values = list(values)
     if len(values) > MAX_RANK:
         raise RuntimeError("declined: more dimensions than the kernel indexes")

@@ -24,6 +24,7 @@ from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes import tl_math
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_expr, triton_literal
+from kevolve_triton.recipes.host import DTYPE_NAME, host_functions
 
 #: storage dtype name -> Triton element type; every value is computed in :func:`compute_type` of the first input
 TL_STORAGE = {"float32": "tl.float32", "bfloat16": "tl.bfloat16", "float16": "tl.float16", "int64": "tl.int64",
@@ -154,11 +155,7 @@ def _launcher(layout: str, sources: tuple[tuple[str, str], ...], out_dtype: str,
         raise RuntimeError("declined: shape or layout it was not written for")
     _kv_aten_kernel[grid](*inputs, out, n, BLOCK={block}{launch})"""
         helper = ""
-    return f"""{helper}def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def kernel(inputs, outputs):
+    return f"""{helper}{host_functions(DTYPE_NAME)}def kernel(inputs, outputs):
     if len(inputs) != {len(sources)} or len(outputs) != 1:
         raise RuntimeError("declined: wrong number of tensors")
     out = outputs[0]

@@ -44,6 +44,7 @@ from kevolve.target import MachineFacts
 from kevolve_triton.recipes import tl_math
 from kevolve_triton.recipes.aten_pointwise import TL_STORAGE
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_literal
+from kevolve_triton.recipes.host import DENSE, DTYPE_NAME, POW2, host_functions
 from kevolve_triton.recipes.tl_math import _kv_log1p
 
 #: input dtypes these kernels are written for (integer and bool inputs are the CPU recipe's only)
@@ -365,27 +366,7 @@ def _checks(k: Any, rank: int) -> str:
 
 
 #: host helpers copied into every kernel file
-_HOST = '''def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
-
-
-def _dense(t):
-    """Row-major contiguous (size-1 dimensions may have any stride): the kernel indexes it flat."""
-    if any(size == 0 for size in t.shape):
-        return True
-    expected = 1
-    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
-
-
-def _pow2(n):
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
-'''
+_HOST = host_functions(DTYPE_NAME, DENSE, POW2)
 
 
 def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
