@@ -15,18 +15,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import statistics
 from pathlib import Path
 
 import torch
-from gpu_bench import COPY_GRANULE, copy_bandwidth, copy_length, gpu_runner
-
-
-def exact_copy(length: int):
-    """A ``copy_`` of exactly ``length`` bytes."""
-    src = torch.full((length,), 7, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    return lambda: dst.copy_(src)
+from gpu_bench import COPY_GRANULE, copy_bandwidth, copy_thunk, gpu_runner, per_call_cell, round_up
 
 
 def main() -> int:
@@ -42,9 +34,8 @@ def main() -> int:
     lengths = {}
     for half in halves:
         for label, granule in (("exact", 1), ("16 B", 16), ("256 B", 256), (f"{COPY_GRANULE} B", COPY_GRANULE)):
-            lengths[f"{half} {label}"] = -(-half // granule) * granule
-    assert all(copy_length(2 * half) == lengths[f"{half} {COPY_GRANULE} B"] for half in halves)
-    thunks = {name: exact_copy(length) for name, length in lengths.items()}
+            lengths[f"{half} {label}"] = round_up(half, granule)
+    thunks = {name: copy_thunk(length) for name, length in lengths.items()}
     runner = gpu_runner()
     copy = copy_bandwidth()
     samples = {name: [] for name in thunks}
@@ -61,11 +52,8 @@ def main() -> int:
              "| half of the row's bytes | rounded to | bytes copied | us [p10..p90] | BW |", "|---|---|---|---|---|"]
     for name, length in lengths.items():
         half, label = name.split(" ", 1)
-        values = samples[name]
-        tenths = statistics.quantiles(values, n=10)
-        median = statistics.median(values)
-        lines.append(f"| {half} | {label} | {length} | {median * 1e6:.1f} [{tenths[0] * 1e6:.1f}..{tenths[-1] * 1e6:.1f}]"
-                     f" | {2 * length / median / copy:.0%} |")
+        median, cell = per_call_cell(samples[name])
+        lines.append(f"| {half} | {label} | {length} | {cell} | {2 * length / median / copy:.0%} |")
     (out / "copy_length.md").write_text("\n".join(lines) + "\n")
     (out / "copy_length.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "date": when,
                                                       "torch": torch.__version__, "copy_bytes_per_s": copy,

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import copy_bandwidth, gpu_runner, load_kernel_file, same_bytes_copy
+from gpu_bench import copy_bandwidth, gpu_runner, load_kernel_file, per_call_cell, same_bytes_copy
 
 #: rows of the committed table timed here: the three below 80% of the copy per call on 2026-11-26 and three
 #: that were not, small to large
@@ -116,11 +116,8 @@ def main() -> int:
     for name in thunks:
         cells = []
         for mode in modes:
-            values = samples[mode][name]
-            tenths = statistics.quantiles(values, n=10)
-            median = statistics.median(values)
-            cells += [f"{median * 1e6:.1f} [{tenths[0] * 1e6:.1f}..{tenths[-1] * 1e6:.1f}]",
-                      f"{nbytes[name] / median / copy:.0%}"]
+            median, cell = per_call_cell(samples[mode][name])
+            cells += [cell, f"{nbytes[name] / median / copy:.0%}"]
         ratio = statistics.median(samples["write"][name]) / statistics.median(samples["read"][name])
         lines.append(f"| {name} | {nbytes[name] / 1e6:.1f} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
     (out / "flush_methods.md").write_text("\n".join(lines) + "\n")

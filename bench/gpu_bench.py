@@ -540,10 +540,26 @@ def same_bytes_copy(nbytes: int):
     bytes costs under the same flush, spin and launch, which the 1 GiB copy's rate says nothing about for rows
     of tens of MB (ramp-up, tail). Not a hard floor: below ~20 MB a fused kernel has been measured faster than
     ``copy_`` (nvidia_h100_more_shapes.md)."""
+    return copy_thunk(copy_length(nbytes))
+
+
+def copy_thunk(length: int):
+    """A thunk that copies ``length`` bytes with ``copy_``."""
     # filled without the CUDA generator: a failed graph capture before (graph_time) leaves it unusable
-    src = torch.full((copy_length(nbytes),), 7, dtype=torch.uint8, device="cuda")
+    src = torch.full((length,), 7, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     return lambda: dst.copy_(src)
+
+
+def per_call_cell(samples: list[float]) -> tuple[float, str]:
+    """The median of per-call samples (seconds) and its table cell: microseconds, median [p10..p90]."""
+    tenths = statistics.quantiles(samples, n=10)
+    median = statistics.median(samples)
+    return median, f"{median * 1e6:.1f} [{tenths[0] * 1e6:.1f}..{tenths[-1] * 1e6:.1f}]"
+
+
+def round_up(n: int, granule: int) -> int:
+    return -(-n // granule) * granule
 
 
 COPY_GRANULE = 4096
@@ -555,7 +571,7 @@ def copy_length(nbytes: int) -> int:
     at 2 million ids) took 15.1 us per call and one of 16,990,208 12.6 us; 7,843,172 bytes took 11.2 us, and 8.0
     only once rounded to whole 4 KiB (bench/results/nvidia_h100_copy_length.md). Rows with such byte counts then
     looked faster than a copy of their bytes; a few KiB more changes nothing else."""
-    return max(1, -(-(nbytes // 2) // COPY_GRANULE) * COPY_GRANULE)
+    return max(1, round_up(nbytes // 2, COPY_GRANULE))
 
 
 def _recipe(problem, target: str, recipe_name: str | None = None):
