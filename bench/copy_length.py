@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 
 import torch
-from gpu_bench import COPY_GRANULE, copy_bandwidth, copy_thunk, gpu_runner, per_call_cell, round_up
+from gpu_bench import (COPY_GRANULE, copy_bandwidth, copy_thunk, gpu_runner, interleaved_samples, per_call_cell,
+                       round_up, write_report)
 
 
 def main() -> int:
@@ -36,12 +37,8 @@ def main() -> int:
         for label, granule in (("exact", 1), ("16 B", 16), ("256 B", 256), (f"{COPY_GRANULE} B", COPY_GRANULE)):
             lengths[f"{half} {label}"] = round_up(half, granule)
     thunks = {name: copy_thunk(length) for name, length in lengths.items()}
-    runner = gpu_runner()
     copy = copy_bandwidth()
-    samples = {name: [] for name in thunks}
-    for _ in range(args.rounds):
-        for name, values in runner.time_interleaved(thunks, repeats=11, inner={n: 10 for n in thunks}).items():
-            samples[name] += values
+    samples = interleaved_samples(gpu_runner(), thunks, args.rounds)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# Device copy time by the alignment of its length ({torch.cuda.get_device_name()})", "",
              f"torch {torch.__version__}. Date: {when}. Command: `python bench/copy_length.py --out $OUT`.", "",
@@ -54,11 +51,9 @@ def main() -> int:
         half, label = name.split(" ", 1)
         median, cell = per_call_cell(samples[name])
         lines.append(f"| {half} | {label} | {length} | {cell} | {2 * length / median / copy:.0%} |")
-    (out / "copy_length.md").write_text("\n".join(lines) + "\n")
-    (out / "copy_length.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "date": when,
-                                                      "torch": torch.__version__, "copy_bytes_per_s": copy,
-                                                      "lengths": lengths, "samples_s": samples}))
-    print("\n".join(lines))
+    write_report(out, "copy_length", lines, {"device": torch.cuda.get_device_name(), "date": when,
+                                             "torch": torch.__version__, "copy_bytes_per_s": copy,
+                                             "lengths": lengths, "samples_s": samples})
     return 0
 
 

@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import copy_bandwidth, gpu_runner, load_kernel_file, per_call_cell, same_bytes_copy
+from gpu_bench import (copy_bandwidth, gpu_runner, interleaved_samples, load_kernel_file, memory_granule,
+                       per_call_cell, same_bytes_copy, write_report)
 
 #: rows of the committed table timed here: the three below 80% of the copy per call on 2026-11-26 and three
 #: that were not, small to large
@@ -62,6 +63,7 @@ def thunks_for_rows(results: Path) -> tuple[dict, dict]:
     rows = json.loads(results.read_text())["rows"]
     tmp = Path(tempfile.mkdtemp())
     thunks, nbytes = {}, {}
+    granule = memory_granule()
     for i, (op, dims, dtype) in enumerate(ROWS):
         row = next(r for r in rows if (r["op"], r["shape"], r["dtype"]) == (op, dims, dtype))
         problem = kevolve.api.resolve_problem(op, dims, dtype, None)
@@ -72,7 +74,7 @@ def thunks_for_rows(results: Path) -> tuple[dict, dict]:
         thunks[name] = lambda k=kernel, inputs=inputs, expected=expected: k(inputs, [torch.empty_like(e)
                                                                                   for e in expected])
         thunks[name + " eager"] = lambda p=problem, inputs=inputs: p.reference(inputs)
-        nbytes[name] = nbytes[name + " eager"] = problem.bytes_moved(problem.dims, inputs, expected)
+        nbytes[name] = nbytes[name + " eager"] = problem.bytes_moved(problem.dims, inputs, expected, granule)
     for mb in COPY_MB:
         thunks[f"copy_ {mb} MB"] = same_bytes_copy(mb << 20)
         nbytes[f"copy_ {mb} MB"] = mb << 20
@@ -98,8 +100,7 @@ def main() -> int:
     for _ in range(args.rounds):
         for mode in modes:
             runner.mode = mode
-            for name, values in runner.time_interleaved(thunks, repeats=11,
-                                                        inner={name: 10 for name in thunks}).items():
+            for name, values in interleaved_samples(runner, thunks, 1).items():
                 samples[mode][name] += values
     device = torch.cuda.get_device_name()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -120,11 +121,9 @@ def main() -> int:
             cells += [cell, f"{nbytes[name] / median / copy:.0%}"]
         ratio = statistics.median(samples["write"][name]) / statistics.median(samples["read"][name])
         lines.append(f"| {name} | {nbytes[name] / 1e6:.1f} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
-    (out / "flush_methods.md").write_text("\n".join(lines) + "\n")
-    (out / "flush_methods.json").write_text(json.dumps({
+    write_report(out, "flush_methods", lines, {
         "device": device, "date": when, "torch": torch.__version__, "copy_bytes_per_s": copy,
-        "flush_bytes": runner.flush_bytes, "bytes": nbytes, "samples_s": samples}))
-    print("\n".join(lines))
+        "flush_bytes": runner.flush_bytes, "bytes": nbytes, "samples_s": samples})
     return 0
 
 

@@ -200,7 +200,9 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         "baselines sampled round-robin in one worker. Rows marked `q` were re-timed after all searches, one at a "
         "time with nothing else running (the search-time numbers are in the JSON); for them torch.compile is "
         "timed in a process of its own and `vs compile` is the ratio of the medians. `BW` is the kernel's minimum "
-        "bytes (each input read once, each output written once) over its median time, as a fraction of the copy "
+        "bytes (each input read once, each output written once; of what a gather picks, each distinct 32-byte "
+        "sector, the least the memory moves, since 2026-11-27: the target's memory granule) over its median time, "
+        "as a fraction of the copy "
         "bandwidth (above 100% where a call's last writes still sit in L2 when its end event fires, while the 1 GiB "
         "copy's rate includes all of its write-back); the 80% goal applies to the rows whose verdict is "
         "memory-bound. `BW graph` is the same bytes "
@@ -475,6 +477,15 @@ def gpu_runner(target: str = "nvidia_h100"):
     return registered.backend.runner(registered.spec)
 
 
+def memory_granule(target: str = "nvidia_h100") -> int:
+    """The target's memory granule (Problem.bytes_moved), for the scripts that count a row's minimum bytes
+    outside a search."""
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target(target)
+    return registered.backend.facts(registered.spec).memory_granule_bytes
+
+
 def load_kernel_file(source: str, tmp: Path, name: str):
     """Write a kernel file under ``tmp`` and load its launcher ``kernel`` as the NVIDIA runner does (a CUDA C++
     file's launcher then runs on PyTorch's current stream, else graph capture on a side stream fails)."""
@@ -549,6 +560,23 @@ def copy_thunk(length: int):
     src = torch.full((length,), 7, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     return lambda: dst.copy_(src)
+
+
+def interleaved_samples(runner, thunks: dict, rounds: int) -> dict[str, list[float]]:
+    """Per-call samples (seconds) of each thunk from the runner's ``time_interleaved``, every thunk in every
+    round: ten calls a sample, 11 samples a round."""
+    samples = {name: [] for name in thunks}
+    for _ in range(rounds):
+        for name, values in runner.time_interleaved(thunks, repeats=11, inner={n: 10 for n in thunks}).items():
+            samples[name] += values
+    return samples
+
+
+def write_report(out: Path, stem: str, lines: list[str], record: dict) -> None:
+    """``stem``.md (the lines) and ``stem``.json (the record) under ``out``; the lines printed too."""
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    (out / f"{stem}.json").write_text(json.dumps(record))
+    print("\n".join(lines))
 
 
 def per_call_cell(samples: list[float]) -> tuple[float, str]:
@@ -693,7 +721,7 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             thunks = {name: (lambda k=k: k(inputs, [torch.empty(sh, dtype=dt, device="cuda") for sh, dt in specs]))
                       for name, k in kernels.items()}
             thunks.update(eager=lambda: problem.reference(inputs))
-            nbytes = problem.bytes_moved(problem.dims, inputs, expected)
+            nbytes = problem.bytes_moved(problem.dims, inputs, expected, facts.memory_granule_bytes)
             thunks["copy"] = same_bytes_copy(int(nbytes))
             for thunk in thunks.values():
                 thunk()
@@ -849,8 +877,9 @@ def traffic(rows: list[dict], target: str, compiled: bool = False) -> dict:
     """Phase 5 (``--traffic-from``): each row's kernel, and a 1 GiB copy, once each under Nsight Compute through
     the NVIDIA profiler adapter (caches flushed before the profiled call, clocks as they are): the DRAM bytes
     the call actually moved (whole 32-byte sectors) and its duration. Their rate over the copy's, measured the
-    same way, is the table's `BW ncu`: for ops whose minimum bytes undercount what DRAM must move (gather's
-    random 4-byte picks each fetch a sector), it says how close the kernel keeps DRAM to the copy's pace.
+    same way, is the table's `BW ncu`: where the minimum bytes undercount what DRAM must move (gather's random
+    picks counted as elements, before the minimum counted the target's memory granule), it says how close the
+    kernel keeps DRAM to the copy's pace.
     With ``compiled`` (``--traffic-compile``), torch.compile's kernels for the same call too (``COMPILE_FILE``):
     where a kernel only ties torch.compile, whether Inductor already keeps DRAM as busy as the copy does."""
     import kevolve

@@ -149,7 +149,7 @@ def main() -> int:
         gen = torch.Generator().manual_seed(1)
         inputs = [t.cuda() for t in problem.make_inputs(problem.dims, gen)]
         expected = [t.cuda() for t in problem.reference(inputs)]
-        nbytes = problem.bytes_moved(problem.dims, inputs, expected)
+        nbytes = problem.bytes_moved(problem.dims, inputs, expected, facts.memory_granule_bytes)
         sets = max(2, math.ceil(4 * l2 / nbytes) + 1)
         in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
         out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]

@@ -162,3 +162,24 @@ def test_target_attention_reference_matches_python_loops():
         expected = sum(w * values[b, l] for l, w in enumerate(weights)) / sum(weights)
         assert torch.allclose(out[b], expected, rtol=1e-5, atol=1e-6)
     assert p.bytes_moved(p.dims, [query, keys, values, lengths], [out]) < sum(t.nbytes for t in (keys, values))
+
+
+def test_gather_counts_the_granules_its_picks_touch():
+    """Row 0 picks elements 0, 7 and 8 (two 32-byte sectors of float32), row 1 picks 63 twice and 56 (one):
+    three sectors where the picks are five distinct elements."""
+    p = CatalogProblem(get_manager().ops.get("gather"), dims={"rows": 2, "cols": 64, "k": 3}, dtype="float32")
+    x = torch.randn(2, 64)
+    index = torch.tensor([[0, 7, 8], [63, 63, 56]])
+    out = p.reference([x, index])
+    fixed = index.nbytes + out[0].nbytes
+    assert p.bytes_moved(p.dims, [x, index], out, 32) == fixed + 3 * 32
+    assert p.bytes_moved(p.dims, [x, index], out) == fixed + 5 * 4
+    assert p.bytes_moved(p.dims, [x, index], out, 2) == fixed + 5 * 4  # a granule below the element: elements
+
+
+def test_targets_say_their_memory_granule():
+    """The NVIDIA specs give their 32-byte sector; a spec that says nothing counts elements."""
+    manager = get_manager()
+    assert manager.target("nvidia_h100").spec.facts.memory_granule_bytes == 32
+    assert manager.target("nvidia_a100").spec.facts.memory_granule_bytes == 32
+    assert manager.target("cpu").spec.facts.memory_granule_bytes == 1

@@ -32,6 +32,10 @@ class MachineFacts:
     parallel_units: int
     unit_name: str = "core"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the smallest piece the memory moves (a GPU's sector, a CPU's cache line): a read of scattered elements
+    #: costs whole granules, so the minimum bytes of a gather count each granule its picks touch. 1 where the
+    #: spec does not say, which counts elements alone.
+    memory_granule_bytes: int = 1
 
     def peak_flops_for(self, dtype: str) -> float:
         """Peak for a dtype; a dtype the spec does not list falls back to the fastest listed, which keeps the
@@ -56,6 +60,7 @@ class MachineFacts:
             "parallel_units": self.parallel_units,
             "unit_name": self.unit_name,
             "extra": dict(self.extra),
+            "memory_granule_bytes": self.memory_granule_bytes,
         }
 
 
@@ -87,6 +92,7 @@ def _facts_from_table(table: dict[str, Any]) -> MachineFacts:
         parallel_units=int(table.get("parallel_units", 1)),
         unit_name=str(table.get("unit_name", "core")),
         extra=dict(table.get("extra", {})),
+        memory_granule_bytes=int(table.get("memory_granule_bytes", 1)),
     )
 
 

@@ -222,7 +222,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             timings, speedups, untimed, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config, task)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
-            nbytes = problem.bytes_moved(problem.dims, inputs, outputs)
+            nbytes = problem.bytes_moved(problem.dims, inputs, outputs, facts.memory_granule_bytes)
             dtype = dtype_name(problem.dtype)
             floor = roofline_floor(problem.flops(problem.dims), nbytes, dtype, facts)
             result.update(timings={k: vars(v) for k, v in timings.items()},
@@ -262,7 +262,8 @@ def _estimate(problem, backend, spec, build, task: dict[str, Any]) -> dict[str, 
     outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in problem.output_specs(inputs)]
     facts = backend.facts(spec)
     request = ProfileRequest(run=lambda: None, time_s=0.0, flops=problem.flops(dims),
-                             bytes=problem.bytes_moved(dims, inputs, outputs), dtype=dtype_name(problem.dtype),
+                             bytes=problem.bytes_moved(dims, inputs, outputs, facts.memory_granule_bytes),
+                             dtype=dtype_name(problem.dtype),
                              facts=facts, parameters=task.get("parameters", {}), resources=build.resources)
     metrics = estimator.estimate(request)
     diagnosis = backend.classifier(spec).classify(metrics, facts, estimator.name)

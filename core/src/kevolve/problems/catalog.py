@@ -36,7 +36,8 @@ class OpDef:
     dtypes: tuple[str, ...] = ("float32", "bfloat16")
     attrs: dict[str, Any] = field(default_factory=dict)
     flops: Callable[[Dims, dict[str, Any]], float] = lambda dims, attrs: 0.0
-    bytes_moved: Callable[[Dims, list[torch.Tensor], list[torch.Tensor]], float] | None = None
+    #: ``(dims, inputs, outputs, granule) -> bytes``, see Problem.bytes_moved
+    bytes_moved: Callable[[Dims, list[torch.Tensor], list[torch.Tensor], int], float] | None = None
     #: multiplies the dtype's base tolerance (e.g. long reductions accumulate more rounding)
     tolerance_scale: Callable[[Dims], float] = lambda dims: 1.0
     aliases: tuple[str, ...] = ()
@@ -118,10 +119,11 @@ class CatalogProblem(Problem):
     def flops(self, dims: Dims) -> float:
         return float(self.op.flops(dims, self._attrs))
 
-    def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+    def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                    granule: int = 1) -> float:
         if self.op.bytes_moved is not None:
-            return float(self.op.bytes_moved(dims, inputs, outputs))
-        return super().bytes_moved(dims, inputs, outputs)
+            return float(self.op.bytes_moved(dims, inputs, outputs, granule))
+        return super().bytes_moved(dims, inputs, outputs, granule)
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         return Tolerance.for_dtype(dtype, self.op.tolerance_scale(self._dims))

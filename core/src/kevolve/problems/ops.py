@@ -178,8 +178,15 @@ def _gather_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tensor]:
     return [torch.gather(inputs[0], 1, inputs[1])]
 
 
-def _gather_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
-    return inputs[1].nbytes + 2 * outputs[0].nbytes
+def _gather_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor], granule: int) -> float:
+    """The index and the output once, and of x each distinct granule the picks touch (each distinct element
+    where the granule is no larger): random picks from a row cost whole sectors or lines, which no kernel can
+    avoid reading."""
+    x, index = inputs
+    unit = max(granule, x.element_size())
+    rows = torch.arange(index.shape[0], device=index.device).unsqueeze(1) * x.stride(0)
+    picked = torch.unique((rows + index * x.stride(1)) * x.element_size() // unit).numel() * unit
+    return index.nbytes + outputs[0].nbytes + picked
 
 
 def _embedding_bag_inputs(dims: Dims, dtype: torch.dtype, gen: torch.Generator, attrs: Attrs) -> list[torch.Tensor]:
@@ -194,7 +201,8 @@ def _embedding_bag_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.T
     return [F.embedding_bag(indices, weight, offsets, mode="sum", include_last_offset=True)]
 
 
-def _embedding_bag_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+def _embedding_bag_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                         granule: int) -> float:
     weight, indices, offsets = inputs
     return indices.nbytes + offsets.nbytes + indices.numel() * weight.shape[1] * weight.element_size() + outputs[0].nbytes
 
@@ -269,7 +277,8 @@ def _keyed_hash_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tens
     return [_mix63(ids) % table]
 
 
-def _keyed_hash_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+def _keyed_hash_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                      granule: int) -> float:
     """Only each feature's first offset must be read, not every bag's."""
     ids, offsets, num_buckets = inputs
     return ids.nbytes + outputs[0].nbytes + num_buckets.nbytes + (num_buckets.numel() + 1) * offsets.element_size()
@@ -300,7 +309,8 @@ def _jagged_output_specs(inputs: list[torch.Tensor], attrs: Attrs) -> list[tuple
     return [((total,), values.dtype), (tuple(offsets.shape), offsets.dtype)]
 
 
-def _jagged_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+def _jagged_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                  granule: int) -> float:
     return inputs[1].nbytes + 2 * outputs[0].nbytes + outputs[1].nbytes
 
 
@@ -342,7 +352,8 @@ def _attention_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tenso
     return [torch.einsum("bl,bld->bd", weights, values)]
 
 
-def _attention_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+def _attention_bytes(dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                     granule: int) -> float:
     """Only the valid history entries must be read: the padding past each length is never needed."""
     query, keys, values, lengths = inputs
     valid = int(lengths.clamp(0, keys.shape[1]).sum())

@@ -118,8 +118,11 @@ class Problem(ABC):
     def flops(self, dims: Dims) -> float:
         return 0.0
 
-    def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
-        """Minimum bytes a kernel must move: by default every input read once and every output written once."""
+    def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+                    granule: int = 1) -> float:
+        """Minimum bytes a kernel must move: by default every input read once and every output written once.
+        ``granule`` is the target's ``memory_granule_bytes``: ops that read scattered elements count the
+        granules they touch, since the memory moves nothing smaller."""
         return float(sum(t.numel() * t.element_size() for t in [*inputs, *outputs]))
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
