@@ -667,6 +667,14 @@ def add_finalists(rows: list[dict], target: str, recipe_names: list[str]) -> Non
                     + [default_point(problem, target, name)]
 
 
+def finalist_keys(finalists: list[dict]) -> list[str]:
+    """Each finalist's name in a row's ``finalist_medians_s``: its parameters, and where another finalist has the
+    same ones (``--add-finalists`` adds today's rendering of a point a search already timed), its place too, so
+    that neither's time hides the other's."""
+    names = [str(f["parameters"]) for f in finalists]
+    return [f"{name} (finalist {j})" if names.count(name) > 1 else name for j, name in enumerate(names)]
+
+
 def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inner: int = 10) -> None:
     """Phase 4 (module docstring): in this process, with no search running, verify the search's best few
     kernels (``finalists``) on fresh inputs and time them, eager and torch.compile with the GPU runner's own
@@ -753,8 +761,8 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
         row.update(timings={"kernel": vars(timings[best]), "eager": vars(timings["eager"]),
                             "copy": vars(timings["copy"])},
                    speedups={"eager": vars(Speedup.of(samples["eager"], samples[best]))},
-                   finalist_medians_s={str(f["parameters"]): timings[f"kernel{j}"].median
-                                       for j, f in enumerate(finalists) if f"kernel{j}" in timings},
+                   finalist_medians_s={key: timings[f"kernel{j}"].median
+                                       for j, key in enumerate(finalist_keys(finalists)) if f"kernel{j}" in timings},
                    recipe=fin["recipe"], parameters=fin["parameters"], source=fin["source"],
                    diagnosis=diagnosis.summary, diagnosis_kind=diagnosis.kind, metrics=metrics,
                    device_s=device_s, bytes=nbytes, timed="quiet")

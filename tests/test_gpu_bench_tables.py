@@ -214,3 +214,10 @@ def test_rows_just_under_the_bandwidth_goal_do_not_round_up_to_it():
     """64e6 bytes at 80.2 us against a 1 TB/s copy is 79.8%: listed as below, and not as 80%."""
     text = gpu_bench.table([row("exp", 80.2e-6, 90e-6, 79e-6)], INFO, 1e12, {})
     assert "at >= 80% of the copy bandwidth, per call (`BW`): 0 of 1; below: exp float32 16777216 (79.8%)." in text
+
+
+def test_finalists_with_the_same_parameters_keep_their_own_times():
+    """--add-finalists can add a point a search already timed, rendered by today's recipe: both stay named."""
+    finalists = [{"parameters": {"BLOCK": 512}}, {"parameters": {"BLOCK": 1024}}, {"parameters": {"BLOCK": 512}}]
+    assert gpu_bench.finalist_keys(finalists) == ["{'BLOCK': 512} (finalist 0)", "{'BLOCK': 1024}",
+                                                  "{'BLOCK': 512} (finalist 2)"]
