@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 from pathlib import Path
 
 import torch
 import triton
-from gpu_bench import copy_bandwidth, gpu_runner, interleaved_samples, per_call_cell, stream_time, write_report
+from gpu_bench import (copy_bandwidth, copy_thunk, dram_sets, gpu_runner, interleaved_samples, per_call_cell,
+                       stream_time, write_report)
 
 #: bytes read plus written, MiB
 SIZES_MIB = (4, 8, 16, 32, 64, 128, 256, 1024)
@@ -45,19 +45,14 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    buffers = {}
-    for mib in SIZES_MIB:
-        half = (mib << 20) // 2
-        sets = max(2, math.ceil(4 * l2 / (mib << 20)) + 1)
-        buffers[mib] = [(torch.full((half,), 7, dtype=torch.uint8, device="cuda"),
-                         torch.empty(half, dtype=torch.uint8, device="cuda")) for _ in range(sets)]
-    thunks = {f"copy_ {mib} MiB": (lambda b=b: b[0][1].copy_(b[0][0])) for mib, b in buffers.items()}
+    # per size, copies of as many buffer pairs as a graph needs to read from DRAM; per call, the first
+    copies = {mib: [copy_thunk((mib << 20) // 2) for _ in range(dram_sets(mib << 20))] for mib in SIZES_MIB}
+    thunks = {f"copy_ {mib} MiB": each[0] for mib, each in copies.items()}
     thunks.update({"empty, 1 program": empty_thunk(1), f"empty, {MANY_PROGRAMS} programs": empty_thunk(MANY_PROGRAMS)})
     copy = copy_bandwidth()
     samples = interleaved_samples(gpu_runner(), thunks, args.rounds)
-    graph = {f"copy_ {mib} MiB": stream_time(lambda i, b=b: b[i][1].copy_(b[i][0]), len(b))
-             for mib, b in buffers.items()}
+    graph = {f"copy_ {mib} MiB": stream_time(lambda i, each=each: each[i](), len(each))
+             for mib, each in copies.items()}
     graph.update({name: stream_time(lambda i, t=thunks[name]: t(), 2) for name in thunks if name.startswith("empty")})
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# Device copy time by size ({torch.cuda.get_device_name()})", "",

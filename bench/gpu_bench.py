@@ -534,6 +534,12 @@ def stream_time(fn, sets: int, calls: int = 24, repeats: int = 15) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def dram_sets(nbytes: float) -> int:
+    """How many input/output sets a graph of back-to-back calls cycles over (``stream_time``) so that every call
+    reads from and writes to DRAM: together more than 4x L2, and never fewer than two."""
+    return max(2, -(-4 * torch.cuda.get_device_properties(0).L2_cache_size // int(nbytes)) + 1)
+
+
 def graph_time(fn, sets: int) -> float | None:
     """stream_time, or None where ``fn`` cannot be captured in a CUDA graph (a reference that reads a
     value-dependent size back to the host, as jagged_truncate's does): its quiet timing still stands."""
@@ -693,7 +699,6 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
     registered = get_manager().target(target)
     backend, spec = registered.backend, registered.spec
     facts, classifier, runner = backend.facts(spec), backend.classifier(spec), backend.runner(spec)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     tmp = Path(tempfile.mkdtemp())
     for index, row in enumerate(rows):
         finalists = row.get("finalists") or ([{"recipe": row["recipe"], "parameters": row["parameters"],
@@ -738,7 +743,7 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             timings = {name: Timing.of(v) for name, v in samples.items()}
             best = min(kernels, key=lambda name: timings[name].median)
             fin = finalists[int(best.removeprefix("kernel"))]
-            sets = max(2, -(-4 * l2 // int(nbytes)) + 1)
+            sets = dram_sets(nbytes)
             in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
             out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]
             device_s = {"kernel": graph_time(lambda i: kernels[best](in_sets[i], out_sets[i]), sets),

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import capture, copy_bandwidth, gpu_runner, load_kernel_file, stream_time
+from gpu_bench import capture, copy_bandwidth, dram_sets, gpu_runner, load_kernel_file, stream_time
 
 
 _RUNNER = None
@@ -135,7 +135,6 @@ def main() -> int:
     facts = registered.backend.facts(registered.spec)
     copy = copy_bandwidth()
     print(f"copy {copy / 1e12:.3f} TB/s, {torch.cuda.get_device_name()}", flush=True)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
     results = []
     tmp = Path(tempfile.mkdtemp())
     knobs = {"ROWS": (1, 2, 4, 8, 16, 32), "num_warps": (1, 2, 4, 8, 16), "BLOCK_ROWS": (1, 2, 4, 8),
@@ -150,7 +149,7 @@ def main() -> int:
         inputs = [t.cuda() for t in problem.make_inputs(problem.dims, gen)]
         expected = [t.cuda() for t in problem.reference(inputs)]
         nbytes = problem.bytes_moved(problem.dims, inputs, expected, facts.memory_granule_bytes)
-        sets = max(2, math.ceil(4 * l2 / nbytes) + 1)
+        sets = dram_sets(nbytes)
         in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
         out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]
         eager = {"harness": time_harness(lambda: problem.reference(inputs)),
