@@ -540,6 +540,19 @@ def dram_sets(nbytes: float) -> int:
     return max(2, -(-4 * torch.cuda.get_device_properties(0).L2_cache_size // int(nbytes)) + 1)
 
 
+def graph_sets(problem, inputs: list[torch.Tensor], gen: torch.Generator, sets: int,
+               device: str = "cuda") -> tuple[list[list[torch.Tensor]], list[list[torch.Tensor]]]:
+    """``sets`` input sets for back-to-back graph timing (``inputs``, then fresh draws from ``gen``) and an output
+    set for each, sized for that set's own inputs. A jagged op's output length depends on its inputs' values (a
+    keyed hash's ids, a truncation's kept items), so outputs sized for the first set let a kernel on another set
+    write past their end: before 2026-11-27 that overwrote neighbouring memory, and a later row of the same
+    process read corrupt inputs."""
+    in_sets = [inputs] + [[t.to(device) for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
+    out_sets = [[torch.empty(shape, dtype=dtype, device=device) for shape, dtype in problem.output_specs(each)]
+                for each in in_sets]
+    return in_sets, out_sets
+
+
 def graph_time(fn, sets: int) -> float | None:
     """stream_time, or None where ``fn`` cannot be captured in a CUDA graph (a reference that reads a
     value-dependent size back to the host, as jagged_truncate's does): its quiet timing still stands."""
@@ -744,8 +757,7 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             best = min(kernels, key=lambda name: timings[name].median)
             fin = finalists[int(best.removeprefix("kernel"))]
             sets = dram_sets(nbytes)
-            in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
-            out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]
+            in_sets, out_sets = graph_sets(problem, inputs, gen, sets)
             device_s = {"kernel": graph_time(lambda i: kernels[best](in_sets[i], out_sets[i]), sets),
                         "eager": graph_time(lambda i: problem.reference(in_sets[i]), sets)}
             request = ProfileRequest(run=thunks[best], time_s=timings[best].median, flops=problem.flops(problem.dims),

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import capture, copy_bandwidth, dram_sets, gpu_runner, load_kernel_file, stream_time
+from gpu_bench import capture, copy_bandwidth, dram_sets, gpu_runner, graph_sets, load_kernel_file, stream_time
 
 
 _RUNNER = None
@@ -150,8 +150,7 @@ def main() -> int:
         expected = [t.cuda() for t in problem.reference(inputs)]
         nbytes = problem.bytes_moved(problem.dims, inputs, expected, facts.memory_granule_bytes)
         sets = dram_sets(nbytes)
-        in_sets = [inputs] + [[t.cuda() for t in problem.make_inputs(problem.dims, gen)] for _ in range(sets - 1)]
-        out_sets = [[torch.empty_like(e) for e in expected] for _ in range(sets)]
+        in_sets, out_sets = graph_sets(problem, inputs, gen, sets)
         eager = {"harness": time_harness(lambda: problem.reference(inputs)),
                  "graph1": time_graph1(lambda: problem.reference(inputs)),
                  "stream": stream_time(lambda i: problem.reference(in_sets[i]), sets)}

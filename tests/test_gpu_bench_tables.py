@@ -221,3 +221,21 @@ def test_finalists_with_the_same_parameters_keep_their_own_times():
     finalists = [{"parameters": {"BLOCK": 512}}, {"parameters": {"BLOCK": 1024}}, {"parameters": {"BLOCK": 512}}]
     assert gpu_bench.finalist_keys(finalists) == ["{'BLOCK': 512} (finalist 0)", "{'BLOCK': 1024}",
                                                   "{'BLOCK': 512} (finalist 2)"]
+
+
+@pytest.mark.parametrize("op,dims", [("jagged_truncate", {"batch": 64, "max_len": 40}),
+                                     ("keyed_feature_hash", {"features": 4, "batch": 8, "pool": 5})])
+def test_each_graph_set_has_outputs_sized_for_its_own_inputs(op, dims):
+    """A jagged op's output length follows its inputs' values: every set's outputs are what the reference makes
+    of that set's inputs (outputs copied from the first set's shapes let a kernel write past their end)."""
+    import torch
+    from kevolve.api import resolve_problem
+
+    problem = resolve_problem(op, dims, "float32" if op == "jagged_truncate" else "int64", None)
+    gen = torch.Generator().manual_seed(3)
+    inputs = problem.make_inputs(problem.dims, gen)
+    in_sets, out_sets = gpu_bench.graph_sets(problem, inputs, gen, 4, device="cpu")
+    assert in_sets[0] is inputs and len(in_sets) == len(out_sets) == 4
+    shapes = [[tuple(o.shape) for o in outs] for outs in out_sets]
+    assert shapes == [[tuple(r.shape) for r in problem.reference(each)] for each in in_sets]
+    assert len({s[0] for s in shapes}) > 1  # the draws differ in length, so the first set's sizes would not do

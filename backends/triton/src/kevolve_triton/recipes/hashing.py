@@ -105,8 +105,9 @@ class TritonKeyedFeatureHash(Recipe):
 
     Each program hashes ``BLOCK`` consecutive ids. Almost every block lies inside one feature (a feature holds
     batch x pool ids, a block a few hundred), so the feature is found once per block and its divisor is a scalar;
-    a block that spans features finds each id's own by the same binary search over the features' first offsets.
-    Full blocks load and store without a mask, which keeps the accesses 16 bytes wide for any id count. The ids
+    a block that spans features, and the last block, find each id's own by a binary search over the features'
+    first offsets, ``CHUNK`` ids a step. Full one-feature blocks load and store without a mask, which keeps the
+    accesses 16 bytes wide for any id count. The ids
     skip L1 and the lookups' loads are kept there (the first offsets and the tables are a few dozen sectors that
     every program reads, which the streamed ids evicted): at 2 million ids on the H100, 14.5 against 15.2 us a
     call back to back, level for one call on a cold L2 and at 8-34 million ids (``nvidia_h100_keyed_hash_cache.md``).
@@ -116,9 +117,9 @@ class TritonKeyedFeatureHash(Recipe):
       independent loads) and counts those at or before its block; "table": a first launch writes every block's
       feature (or -1 for one that spans features), so the hash kernel waits on one load. On the H100 the table
       took 2-16% off the device time per call against the search (26-512 features, 2-34 million ids;
-      ``bench/results/nvidia_h100_keyed_hash_points.md``), most where the search is longest; the scan, with a
-      dependent launch, 0-8% off the table at 26 features and level at 128
-      (``nvidia_h100_keyed_hash_pdl_points.md``). Default: the scan up to ``SCAN_FEATURES`` features.
+      ``bench/results/nvidia_h100_keyed_hash_points.md``), most where the search is longest; the scan 1-3% off
+      the table at 128 and 256 features and 6-13% at 26, the table 18% off the scan at 512
+      (``nvidia_h100_keyed_hash_lookup.md``). Default: the scan up to ``SCAN_FEATURES`` features.
     - ``MOD`` "div": the compiler's 64-bit remainder by the loaded size (a software routine on GPUs); "magic": the
       first launch also computes each feature's reciprocal m and shift s (exact for every 63-bit dividend, see
       the integer hashing passage), and the remainder is a multiply-high, a shift and a multiply-subtract: 2-10%
@@ -137,9 +138,13 @@ class TritonKeyedFeatureHash(Recipe):
     dtypes = (torch.int64,)
     #: features per program of the first launch's reciprocal part, and blocks per program of its lookup part
     GROUP = 128
-    #: feature counts up to which the default lookup is "scan": each program then loads a few sectors of first
-    #: offsets (from L2), and needs no table from the first launch
-    SCAN_FEATURES = 64
+    #: feature counts up to which the default lookup is "scan": each program then loads the features' first
+    #: offsets (kept in L1), and needs no table from the first launch
+    SCAN_FEATURES = 256
+    #: ids per step of a block that spans features (or ends the ids): a step holds a divisor per id, and steps
+    #: this narrow keep that path from setting the kernel's registers (32 with them on sm_90, 48 when the whole
+    #: block took that path in one step)
+    CHUNK = 256
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
@@ -167,21 +172,22 @@ class TritonKeyedFeatureHash(Recipe):
         text = (header(problem, params) + COMBINES
                 + _KEYED_HELPERS.format(rounds=mix_rounds(4), int64_max=f"{INT64_MAX:#x}") + self._bucket(magic)
                 + self._first_launch_kernel(magic, table, pdl)
-                + _KEYED_KERNEL.format(lookup=self._lookup(params["LOOKUP"], pdl))
+                + _KEYED_KERNEL.format(lookup=self._lookup(params["LOOKUP"], pdl),
+                                       wait=f"{_PDL_WAIT}\n" if pdl else "")
                 + _KEYED_LAUNCHER.format(block=block, first_launch=self._first_launch(magic, table, pdl),
                                          tables=self._tables(magic, table), pdl=_PDL_LAUNCH if pdl else "",
-                                         pdl_flag="pdl" if pdl else "False",
+                                         pdl_flag="pdl" if pdl else "False", chunk=min(block, self.CHUNK),
                                          launch=launch_args(params) + (", **dependent" if pdl else "")))
         return text.replace("import triton\n", "import os\n\nimport triton\n", 1) if pdl else text
 
     @staticmethod
     def _lookup(lookup: str, pdl: bool) -> str:
-        """The block's feature, and under PDL the wait for the first launch: the ids are loaded and mixed by
+        """The full block's feature, and under PDL the wait for the first launch: the ids are loaded and mixed by
         then, and a search or scan of the offsets (which the first launch does not write) goes before it too."""
+        find = _LOOKUP[lookup]
         if not pdl:
-            return _LOOKUP[lookup]
-        wait = "    if PDL:  # from here on, the first launch's tables\n        tl.extra.cuda.gdc_wait()"
-        return f"{wait}\n{_LOOKUP[lookup]}" if lookup == "table" else f"{_LOOKUP[lookup]}\n{wait}"
+            return find
+        return f"{_PDL_WAIT}\n{find}" if lookup == "table" else f"{find}\n{_PDL_WAIT}"
 
     @staticmethod
     def _tables(magic: bool, table: bool) -> str:
@@ -237,9 +243,12 @@ def _keyed_tables(offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, n,
         return "".join(f"    {line}\n" for line in lines)
 
 
-_LOOKUP = {"table": "    f = tl.load(block_feature_ptr + pid)",
-           "search": "    f = _block_feature(offsets_ptr, first, n, batch, features, BLOCK, STEPS)",
-           "scan": "    f = _scan_block_feature(offsets_ptr, first, n, batch, features, BLOCK, SCAN)"}
+_LOOKUP = {"table": "        f = tl.load(block_feature_ptr + pid).to(tl.int32)",
+           "search": "        f = _block_feature(offsets_ptr, first, n, batch, features, BLOCK, STEPS)",
+           "scan": "        f = _scan_block_feature(offsets_ptr, first, n, batch, features, BLOCK, SCAN)"}
+
+#: under PDL, where the hash kernel starts to read the first launch's tables
+_PDL_WAIT = "        if PDL:  # from here on, the first launch's tables\n            tl.extra.cuda.gdc_wait()"
 
 #: a dependent launch needs the compiled kernel (Triton's interpreter has no grid dependency control)
 _PDL_LAUNCH = """    pdl = os.environ.get("TRITON_INTERPRET", "0") != "1"
@@ -345,26 +354,26 @@ def _block_features(offsets_ptr, block_feature_ptr, n, batch, features, programs
 
 _KEYED_KERNEL = """@triton.jit
 def _keyed_hash_kernel(ids_ptr, offsets_ptr, num_buckets_ptr, magic_ptr, block_feature_ptr, out_ptr, n, batch,
-                       features, BLOCK: tl.constexpr, STEPS: tl.constexpr, SCAN: tl.constexpr, PDL: tl.constexpr):
+                       features, BLOCK: tl.constexpr, STEPS: tl.constexpr, SCAN: tl.constexpr, PDL: tl.constexpr,
+                       CHUNK: tl.constexpr):
     pid = tl.program_id(0)
     first = pid.to(tl.int64) * BLOCK
-    offs = first + tl.arange(0, BLOCK)
-    full = first + BLOCK <= n
-    # the ids pass by L1 (".cg"), which keeps the first offsets and the tables that every program reads
-    if full:  # no mask: the loads and stores stay 16 bytes wide whatever n is
+    f = -1
+    if first + BLOCK <= n:  # no mask: the loads and stores stay 16 bytes wide whatever n is
+        offs = first + tl.arange(0, BLOCK)
+        # the ids pass by L1 (".cg"), which keeps the first offsets and the tables that every program reads
         h = _mix63(tl.load(ids_ptr + offs, cache_modifier=".cg"), BLOCK)
-    else:
-        h = _mix63(tl.load(ids_ptr + offs, mask=offs < n, other=0, cache_modifier=".cg"), BLOCK)
 {lookup}
-    if f >= 0:  # the block lies in one feature: one divisor
-        bucket = _bucket(h, f, num_buckets_ptr, magic_ptr, features)
-    else:
-        bucket = _bucket(h, _feature_of(offsets_ptr, offs, batch, features, STEPS), num_buckets_ptr, magic_ptr,
-                         features)
-    if full:
-        tl.store(out_ptr + offs, bucket)
-    else:
-        tl.store(out_ptr + offs, bucket, mask=offs < n)
+        if f >= 0:  # the block lies in one feature: one divisor
+            tl.store(out_ptr + offs, _bucket(h, f, num_buckets_ptr, magic_ptr, features))
+    if f < 0:  # the last block, or one that spans features: CHUNK ids at a time, each finds its own feature
+{wait}        for c in range(0, BLOCK, CHUNK):
+            at = first + c + tl.arange(0, CHUNK)
+            inside = at < n
+            h = _mix63(tl.load(ids_ptr + at, mask=inside, other=0, cache_modifier=".cg"), CHUNK)
+            bucket = _bucket(h, _feature_of(offsets_ptr, at, batch, features, STEPS), num_buckets_ptr, magic_ptr,
+                             features)
+            tl.store(out_ptr + at, bucket, mask=inside)
 
 
 """
@@ -381,7 +390,7 @@ _KEYED_LAUNCHER = """def kernel(inputs, outputs):
     BLOCK = {block}
     programs = triton.cdiv(n, BLOCK)
 {pdl}{first_launch}    _keyed_hash_kernel[(programs,)](ids, offsets, num_buckets, {tables}, out, n, batch, features,
-                                    BLOCK=BLOCK, STEPS=steps, SCAN=scan, PDL={pdl_flag}{launch})
+                                    BLOCK=BLOCK, STEPS=steps, SCAN=scan, PDL={pdl_flag}, CHUNK={chunk}{launch})
 """
 
 
