@@ -99,7 +99,9 @@ def _run_on_awkward_inputs(script: str, op: str, dtype: str, change: dict, facts
     kernel_file = tmp_path / f"{op}.py"
     kernel_file.write_text(recipe.render(prob, {**recipe.space(prob, facts).default(), **change}))
     interpret = "0" if torch.cuda.is_available() else "1"
-    return subprocess.run([sys.executable, "-c", script, str(kernel_file)], capture_output=True, check=False,
+    script_file = tmp_path / "check.py"  # a file: Triton compiles a @jit function from its source file
+    script_file.write_text(script)
+    return subprocess.run([sys.executable, str(script_file), str(kernel_file)], capture_output=True, check=False,
                           text=True, timeout=600, env={**os.environ, "TRITON_INTERPRET": interpret})
 
 
@@ -218,7 +220,9 @@ _AWKWARD_KEYED = textwrap.dedent("""
 
 @pytest.mark.parametrize("change", [{"LOOKUP": "table", "MOD": "magic", "PDL": False},
                                     {"LOOKUP": "search", "MOD": "div", "PDL": False},
-                                    {"LOOKUP": "scan", "MOD": "magic", "PDL": True}])
+                                    {"LOOKUP": "scan", "MOD": "magic", "PDL": True},
+                                    {"LOOKUP": "scan", "MOD": "fp64", "PDL": False},
+                                    {"LOOKUP": "table", "MOD": "fp64", "PDL": True}])
 def test_keyed_hash_is_exact_on_table_sizes_and_ids_at_the_edges(change, facts, tmp_path):
     """Sizes 1, powers of two and their neighbours, up to 2**63 - 1 (the reciprocals' long division at its
     limits), each on a feature of many blocks and on one shorter than a block; 300 features (nine search steps,
@@ -258,8 +262,57 @@ def test_the_first_launchs_reciprocals_are_exact_for_divisors_of_every_bit_lengt
     integers for each power of two and its three neighbours either side, and 20 random divisors of each bit
     length, up to 2**63 - 1."""
     run = _run_on_awkward_inputs(_KEYED_RECIPROCALS, "keyed_feature_hash", "int64",
-                                 {"LOOKUP": "table", "PDL": False}, facts, tmp_path)
+                                 {"LOOKUP": "table", "MOD": "magic", "PDL": False}, facts, tmp_path)
     assert run.returncode == 0 and "reciprocals exact" in run.stdout, run.stderr[-3000:]
+
+
+#: the remainders of the one-launch kinds, called on (h, d) pairs at their edges through a probe kernel
+_KEYED_REMAINDERS = textwrap.dedent("""
+    import importlib.util, random, sys, torch, triton
+    import triton.language as tl
+    spec = importlib.util.spec_from_file_location("kernel_file", sys.argv[1])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _bucket = module._bucket
+
+    @triton.jit
+    def _probe(h_ptr, d_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        inside = offs < n
+        h = tl.load(h_ptr + offs, mask=inside, other=0)
+        tl.store(out_ptr + offs, _bucket(h, tl.where(inside, offs, 0), d_ptr, d_ptr, 0), mask=inside)
+
+    rng = random.Random(0)
+    top = (1 << 63) - 1
+    divisors = [1, 2, 3, 7, (1 << 31) - 1, (1 << 32) + 1, (1 << 53) - 1, (1 << 53) + 1, 10 ** 18, (1 << 62) - 1,
+                1 << 62, (1 << 62) + 1, (1 << 62) + 135, 6148914691236517205, (1 << 63) - 2, top]
+    divisors += [rng.randrange(1 << (k - 1), 1 << k) for k in range(2, 64) for _ in range(3)]
+    pairs = []
+    for d in divisors:
+        ids = [0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, top, top - 1, top - 1023, top - 1024, (1 << 62) - 1]
+        ids += [k * d + e for k in (top // d, top // d - 1, rng.randrange(1, top // d + 1)) for e in (-1, 0, 1)]
+        ids += [rng.randrange(0, 1 << 63) for _ in range(40)]
+        pairs += [(h, d) for h in ids if 0 <= h <= top]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    h = torch.tensor([p[0] for p in pairs], device=device)
+    d = torch.tensor([p[1] for p in pairs], device=device)
+    out = torch.full_like(h, -7)
+    _probe[(triton.cdiv(len(pairs), 256),)](h, d, out, len(pairs), BLOCK=256)
+    wrong = [(hh, dd, got) for (hh, dd), got in zip(pairs, out.tolist()) if got != hh % dd]
+    assert not wrong, (len(wrong), wrong[:3])
+    print(len(pairs), "remainders exact")
+""")
+
+
+@pytest.mark.parametrize("mod", ["fp64", "div"])
+def test_the_one_launch_remainders_are_exact_at_the_edges(mod, facts, tmp_path):
+    """The float64 remainder against Python's integers: sizes 1 (whose quotient estimate passes int64), around
+    2**53 (where float64 stops being exact) and 2**62 (above which 2d passes int64), up to 2**63 - 1, 3 random
+    ones of each bit length, each with dividends at d, 2d, the top of the 63-bit range, at and beside large
+    multiples of d (where a rounded quotient is one off), and random ones."""
+    run = _run_on_awkward_inputs(_KEYED_REMAINDERS, "keyed_feature_hash", "int64",
+                                 {"LOOKUP": "scan", "MOD": mod, "PDL": False}, facts, tmp_path)
+    assert run.returncode == 0 and "remainders exact" in run.stdout, run.stderr[-3000:]
 
 
 def test_a_dependent_launch_is_offered_on_hopper_only_and_needs_a_first_launch(facts):
@@ -270,12 +323,19 @@ def test_a_dependent_launch_is_offered_on_hopper_only_and_needs_a_first_launch(f
     prob = catalog_problem("keyed_feature_hash", "int64", SMALL["keyed_feature_hash"])
     recipe = recipe_for(RECIPES, prob)
     space = recipe.space(prob, facts)
-    assert space.default()["PDL"] and space.valid({**space.default(), "LOOKUP": "table"})
-    assert space.valid({**space.default(), "LOOKUP": "table", "MOD": "div"})
-    assert not space.valid({**space.default(), "LOOKUP": "scan", "MOD": "div"})
-    source = recipe.render(prob, space.default())
+    default = space.default()  # the scan and the float64 remainder: one launch, nothing to depend on
+    assert (default["LOOKUP"], default["MOD"], default["PDL"]) == ("scan", "fp64", False)
+    assert "_keyed_tables" not in recipe.render(prob, default)
+    assert not space.valid({**default, "PDL": True}) and not space.valid({**default, "MOD": "div", "PDL": True})
+    assert space.valid({**default, "MOD": "magic", "PDL": True})
+    table = {**default, "LOOKUP": "table", "PDL": True}
+    assert space.valid(table) and space.valid({**table, "MOD": "div"})
+    source = recipe.render(prob, table)
     assert source.count("tl.extra.cuda.gdc_wait()") == 3 and "launch_pdl" in source  # each path of the hash kernel waits
-    assert "gdc_wait" not in recipe.render(prob, {**space.default(), "PDL": False})
+    assert "gdc_wait" not in recipe.render(prob, {**table, "PDL": False})
+    many = catalog_problem("keyed_feature_hash", "int64", {"features": 512, "batch": 16, "pool": 2})
+    many_default = recipe.space(many, facts).default()  # the table's first launch: the hash kernel depends on it
+    assert (many_default["LOOKUP"], many_default["MOD"], many_default["PDL"]) == ("table", "magic", True)
     for target in ("nvidia_a100", "amd_mi300"):
         other = get_manager().target(target).spec.facts
         assert "PDL" not in {p.name for p in recipe.space(prob, other).params}, target
