@@ -553,15 +553,20 @@ def graph_sets(problem, inputs: list[torch.Tensor], gen: torch.Generator, sets: 
     return in_sets, out_sets
 
 
-def graph_time(fn, sets: int) -> float | None:
-    """stream_time, or None where ``fn`` cannot be captured in a CUDA graph (a reference that reads a
-    value-dependent size back to the host, as jagged_truncate's does): its quiet timing still stands."""
+def when_capturable(timer, *args) -> float | None:
+    """``timer(*args)``, or None where the function it times cannot be captured in a CUDA graph (a reference that
+    reads a value-dependent size back to the host, as jagged_truncate's does): its quiet timing still stands."""
     try:
-        return stream_time(fn, sets)
+        return timer(*args)
     except RuntimeError as exc:
         print(f"  no CUDA graph: {type(exc).__name__}: {str(exc)[:160]}", flush=True)
         torch.cuda.synchronize()
         return None
+
+
+def graph_time(fn, sets: int) -> float | None:
+    """stream_time where ``fn`` can be captured in a CUDA graph, else None."""
+    return when_capturable(stream_time, fn, sets)
 
 
 def same_bytes_copy(nbytes: int):

@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 
 import torch
-from gpu_bench import capture, copy_bandwidth, dram_sets, gpu_runner, graph_sets, load_kernel_file, stream_time
+from gpu_bench import (capture, copy_bandwidth, dram_sets, gpu_runner, graph_sets, load_kernel_file, stream_time,
+                       when_capturable)
 
 
 _RUNNER = None
@@ -152,11 +153,11 @@ def main() -> int:
         sets = dram_sets(nbytes)
         in_sets, out_sets = graph_sets(problem, inputs, gen, sets)
         eager = {"harness": time_harness(lambda: problem.reference(inputs)),
-                 "graph1": time_graph1(lambda: problem.reference(inputs)),
-                 "stream": stream_time(lambda i: problem.reference(in_sets[i]), sets)}
+                 "graph1": when_capturable(time_graph1, lambda: problem.reference(inputs)),
+                 "stream": when_capturable(stream_time, lambda i: problem.reference(in_sets[i]), sets)}
         row = {"op": op, "dims": dims, "dtype": dtype, "bytes": nbytes, "eager": eager, "variants": []}
         print(f"\n== {op} {dims} {dtype}: {nbytes / 1e6:.1f} MB, floor {nbytes / copy * 1e6:.1f} us; eager "
-              + " ".join(f"{k} {v * 1e6:.1f}us ({nbytes / v / copy:.0%})" for k, v in eager.items()), flush=True)
+              + " ".join(f"{k} {v * 1e6:.1f}us ({nbytes / v / copy:.0%})" for k, v in eager.items() if v), flush=True)
         points = variants(space, knobs, args.max_variants) + [space.fix(p) for p in extra.get(op, [])]
         sources = [(params, recipe.render(problem, params)) for params in points]
         sources += [({"file": path}, Path(path).read_text()) for path in files.get(op, [])]

@@ -53,16 +53,6 @@ class MachineFacts:
                 return level
         return self.memory[-1]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "peak_flops": dict(self.peak_flops),
-            "memory": [vars(m) for m in self.memory],
-            "parallel_units": self.parallel_units,
-            "unit_name": self.unit_name,
-            "extra": dict(self.extra),
-            "memory_granule_bytes": self.memory_granule_bytes,
-        }
-
 
 @dataclass(frozen=True)
 class TargetSpec:
