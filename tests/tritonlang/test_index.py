@@ -331,7 +331,7 @@ def test_a_dependent_launch_is_offered_on_hopper_only_and_needs_a_first_launch(f
     table = {**default, "LOOKUP": "table", "PDL": True}
     assert space.valid(table) and space.valid({**table, "MOD": "div"})
     source = recipe.render(prob, table)
-    assert source.count("tl.extra.cuda.gdc_wait()") == 3 and "launch_pdl" in source  # each path of the hash kernel waits
+    assert source.count("tl.extra.cuda.gdc_wait()") == 3 and "launch_pdl" in source  # each hash kernel path waits
     assert "gdc_wait" not in recipe.render(prob, {**table, "PDL": False})
     many = catalog_problem("keyed_feature_hash", "int64", {"features": 512, "batch": 16, "pool": 2})
     many_default = recipe.space(many, facts).default()  # the table's first launch: the hash kernel depends on it

@@ -107,9 +107,10 @@ class TritonKeyedFeatureHash(Recipe):
     batch x pool ids, a block a few hundred), so the feature is found once per block and its divisor is a scalar;
     a block that spans features, and the last block, find each id's own by a binary search over the features'
     first offsets, ``CHUNK`` ids a step. Full one-feature blocks load and store without a mask, which keeps the
-    accesses 16 bytes wide for any id count. The ids skip L1 and the lookups' loads are kept there (the first offsets and the tables are a few dozen sectors that
-    every program reads, which the streamed ids evicted): at 2 million ids on the H100, 14.5 against 15.2 us a
-    call back to back, level for one call on a cold L2 and at 8-34 million ids (``nvidia_h100_keyed_hash_cache.md``).
+    accesses 16 bytes wide for any id count. The ids skip L1 and the lookups' loads are kept there (the first
+    offsets and the tables are a few dozen sectors that every program reads, which the streamed ids evicted): at 2
+    million ids on the H100, 14.5 against 15.2 us a call back to back, level for one call on a cold L2 and at 8-34
+    million ids (``nvidia_h100_keyed_hash_cache.md``).
 
     - ``LOOKUP`` "search": the program searches for its block's feature itself, ``ceil(log2(features))`` dependent
       loads before the divisor is known; "scan": it loads every feature's first offset at once (``SCAN`` a round,
@@ -146,8 +147,8 @@ class TritonKeyedFeatureHash(Recipe):
     #: offsets (kept in L1), and needs no table from the first launch
     SCAN_FEATURES = 256
     #: ids per step of a block that spans features (or ends the ids): a step holds a divisor per id, and steps
-    #: this narrow keep that path from setting the kernel's registers (32 with them on sm_90, 48 when the whole
-    #: block took that path in one step)
+    #: this narrow keep that path from setting the kernel's registers (with the reciprocals, 32 on sm_90 with them
+    #: and 48 when the whole block took that path in one step; 44 with the float64 remainder)
     CHUNK = 256
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
