@@ -626,7 +626,7 @@ def copy_length(nbytes: int) -> int:
     return max(1, round_up(nbytes // 2, COPY_GRANULE))
 
 
-def _recipe(problem, target: str, recipe_name: str | None = None):
+def target_recipe(problem, target: str, recipe_name: str | None = None):
     """The named recipe, or the target's first that supports ``problem`` (a Triton one), and the target's facts."""
     from kevolve.plugins import get_manager
 
@@ -642,7 +642,7 @@ def _recipe(problem, target: str, recipe_name: str | None = None):
 def default_point(problem, target: str, recipe_name: str | None = None) -> dict:
     """A finalist (recipe, parameters, source) at the default point of the named recipe, or of the target's
     first recipe that supports ``problem`` (a Triton one), rendered for ``target``."""
-    recipe, facts = _recipe(problem, target, recipe_name)
+    recipe, facts = target_recipe(problem, target, recipe_name)
     params = recipe.space(problem, facts).default()
     return {"recipe": recipe.name, "parameters": params, "source": recipe.render(problem, params)}
 
@@ -652,7 +652,7 @@ def with_source(finalist: dict, problem, target: str) -> dict:
     parameters only, and the source is a function of them (rendered by today's recipe, which is what a
     re-timing is meant to measure)."""
     if not finalist.get("source"):
-        recipe, _ = _recipe(problem, target, finalist["recipe"])
+        recipe, _ = target_recipe(problem, target, finalist["recipe"])
         finalist["source"] = recipe.render(problem, finalist["parameters"])
     return finalist
 

@@ -154,6 +154,16 @@ def test_feature_hash_with_a_power_of_two_bucket_count_is_exact(facts, config):
     _check(prob, params, config, facts)
 
 
+def test_a_persistent_feature_hash_grid_strides_over_every_tile(facts, config):
+    """Three times as many tiles as programs, the last one partial: a program that took only its own tile, or
+    strode past one, would leave poisoned outputs behind."""
+    prob = catalog_problem("feature_hash", "int64", {"n": 3 * facts.parallel_units * 128 + 77})
+    space = recipe_for(RECIPES, prob).space(prob, facts)
+    params = {**space.default(), "BLOCK": 128, "num_warps": 1, "PROGRAMS": facts.parallel_units}
+    e = _check(prob, params, config, facts)
+    assert e.resources["programs"] == facts.parallel_units
+
+
 def test_magic_remainder_constants():
     for divisor in (3, 7, 1000, 1_000_003, (1 << 40) + 15, (1 << 62) + 1):
         m, s = hashing.magic_divisor(divisor)

@@ -25,6 +25,7 @@ from kevolve_triton.recipes.common import (
     launch_args,
     launch_params,
     per_thread_ok,
+    persistent_body,
     pow2_range,
     warp_size,
     with_defaults,
@@ -44,7 +45,10 @@ class TritonFeatureHash(Recipe):
     """bucket = (mix(id) & INT64_MAX) % num_buckets on the ids' 64-bit patterns as uint64 (wrapping multiplies,
     logical shifts). ``MOD`` picks the remainder: "div" is the compiler's 64-bit remainder (a software routine
     on GPUs), "magic" a multiply-high by the divisor's reciprocal, a shift and a multiply-subtract; a power of two
-    is a mask either way."""
+    is a mask either way. ``PROGRAMS`` 0 launches a program per ``BLOCK x ITEMS`` ids; a count (one to eight per
+    SM) is a persistent grid whose programs stride over those tiles, one tile after another. On the H100 the
+    persistent grids were 1-84% slower than one program a tile at 2^20 ids and 4-134% slower at 2^26, where one
+    program a tile ran at the pace of a ``copy_`` of the same bytes (``nvidia_h100_small_call_schedules.md``)."""
 
     name = "triton.feature_hash"
     language = "triton"
@@ -61,6 +65,8 @@ class TritonFeatureHash(Recipe):
                                                    d.OCCUPANCY_LIMITED: -1}, default=1024),
             Param("ITEMS", (1, 2, 4, 8), {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=1),
             Param("MOD", ("div", "magic"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1}, default="magic"),
+            Param("PROGRAMS", (0, *(k * facts.parallel_units for k in (1, 2, 4, 8))),
+                  {d.LATENCY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default=0),
             *launch_params(facts, self.families[0]),
         ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 16))
 
@@ -74,11 +80,14 @@ class TritonFeatureHash(Recipe):
         return f"h % {num_buckets}"
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
-        block, items = params["BLOCK"], params["ITEMS"]
+        block, items, programs = params["BLOCK"], params["ITEMS"], params.get("PROGRAMS", 0)
         modulo = self._modulo(int(problem.attrs["num_buckets"]), params["MOD"])
+        tiles = f"triton.cdiv(n, {block * items})"
+        body = persistent_body(lambda start, indent: f"_hash_tile(ids_ptr, out_ptr, n, {start}, BLOCK, ITEMS)",
+                               "tl.program_id(0).to(tl.int64) * BLOCK * ITEMS", "start",
+                               "tl.program_id(0).to(tl.int64) * BLOCK * ITEMS, n, PROGRAMS * BLOCK * ITEMS")
         return header(problem, params) + f"""@triton.jit
-def _feature_hash_kernel(ids_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.constexpr):
-    start = tl.program_id(0).to(tl.int64) * BLOCK * ITEMS
+def _hash_tile(ids_ptr, out_ptr, n, start, BLOCK: tl.constexpr, ITEMS: tl.constexpr):
     for item in tl.static_range(ITEMS):
         offs = start + item * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
@@ -89,14 +98,18 @@ def _feature_hash_kernel(ids_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.con
         tl.store(out_ptr + offs, bucket.to(tl.int64, bitcast=True), mask=mask)
 
 
+@triton.jit
+def _feature_hash_kernel(ids_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.constexpr, PROGRAMS: tl.constexpr):
+{body}
+
 def kernel(inputs, outputs):
     ids = inputs[0]
     out = outputs[0]
     n = ids.numel()
     if n == 0:
         return
-    grid = (triton.cdiv(n, {block * items}),)
-    _feature_hash_kernel[grid](ids, out, n, BLOCK={block}, ITEMS={items}{launch_args(params)})
+    grid = ({f"min({tiles}, {programs})" if programs else tiles},)
+    _feature_hash_kernel[grid](ids, out, n, BLOCK={block}, ITEMS={items}, PROGRAMS={programs}{launch_args(params)})
 """
 
 
