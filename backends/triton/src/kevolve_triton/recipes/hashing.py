@@ -123,7 +123,9 @@ class TritonKeyedFeatureHash(Recipe):
     accesses 16 bytes wide for any id count. The ids skip L1 and the lookups' loads are kept there (the first
     offsets and the tables are a few dozen sectors that every program reads, which the streamed ids evicted): at 2
     million ids on the H100, 14.5 against 15.2 us a call back to back, level for one call on a cold L2 and at 8-34
-    million ids (``nvidia_h100_keyed_hash_cache.md``).
+    million ids (``nvidia_h100_keyed_hash_cache.md``). Default block: 256 ids on two warps up to
+    ``SMALL_BLOCK_FEATURES`` features, 2.3-2.8% faster than 512 on four at 2 million ids on the H100 and level at
+    8-34 million; at 128 features 6-7% slower per call (``nvidia_h100_keyed_hash_blocks.md``).
 
     - ``LOOKUP`` "search": the program searches for its block's feature itself, ``ceil(log2(features))`` dependent
       loads before the divisor is known; "scan": it loads every feature's first offset at once (``SCAN`` a round,
@@ -159,25 +161,30 @@ class TritonKeyedFeatureHash(Recipe):
     #: feature counts up to which the default lookup is "scan": each program then loads the features' first
     #: offsets (kept in L1), and needs no table from the first launch
     SCAN_FEATURES = 256
+    #: feature counts up to which the default block is 256 ids on two warps, not 512 on four: every program scans
+    #: the features' first offsets, a cost per id that halving the block doubles, small for a few dozen features
+    SMALL_BLOCK_FEATURES = 32
     #: ids per step of a block that spans features (or ends the ids): a step holds a divisor per id, and steps
     #: this narrow keep that path from setting the kernel's registers (with the reciprocals, 32 on sm_90 with them
-    #: and 48 when the whole block took that path in one step; 44 with the float64 remainder)
+    #: and 48 when the whole block took that path in one step; 44 with the float64 remainder at 512 ids on four
+    #: warps, 50 at 256 on two)
     CHUNK = 256
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
         few = problem.dims.get("features", 0) <= self.SCAN_FEATURES
+        small = problem.dims.get("features", 0) <= self.SMALL_BLOCK_FEATURES
         pdl = [Param("PDL", (False, True), {d.LATENCY_BOUND: +1}, default=not few)] \
             if triton_facts(facts).get("pdl") else []  # the default scan and remainder need no first launch
         return ScheduleSpace([
             Param("BLOCK", pow2_range(256, 4096), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1,
-                                                   d.OCCUPANCY_LIMITED: -1}, default=512),
+                                                   d.OCCUPANCY_LIMITED: -1}, default=256 if small else 512),
             Param("LOOKUP", ("search", "scan", "table"), {d.LATENCY_BOUND: +1, d.MEMORY_BOUND: +1},
                   default="scan" if few else "table"),
             Param("MOD", ("div", "magic", "fp64"), {d.COMPUTE_BOUND: +1, d.LATENCY_BOUND: +1},
                   default="fp64" if few else "magic"),  # the table's first launch makes the reciprocals too
             *pdl,
-            *with_defaults(launch_params(facts, self.families[0]), num_warps=4),
+            *with_defaults(launch_params(facts, self.families[0]), num_warps=2 if small else 4),
         ], valid=lambda p: per_thread_ok(p["BLOCK"], p, lanes, 1, 16) and not (
             p.get("PDL") and not self._first_launches(p)))  # a dependent launch needs a first one
 
