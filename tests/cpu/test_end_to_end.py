@@ -57,6 +57,16 @@ def test_cli_evaluate_reports_rejection(store_path):
     assert done.returncode == 0 and data["correct"] is True and data["rejected_reason"] is None
 
 
+def test_cli_evaluate_prints_a_compile_error_verbatim_with_the_command_that_repeats_it(tmp_path, store_path):
+    broken = tmp_path / "broken.cpp"
+    broken.write_text('#include "kevolve_kernel.h"\nKV_EXPORT int kevolve_kernel( { return 0; }\n')
+    done = cli("evaluate", str(broken), "--op", "relu", "--target", "cpu", store=store_path)
+    assert done.returncode == 1 and "compile_error" in done.stdout and "error:" in done.stdout
+    repro = next(line for line in done.stdout.splitlines() if line.startswith("repro: "))
+    again = subprocess.run(repro.removeprefix("repro: "), shell=True, capture_output=True, text=True, timeout=120)
+    assert again.returncode != 0 and "error:" in again.stderr
+
+
 def test_result_as_torch_op_and_standalone_module(tmp_path, fast_harness):
     result = kevolve.optimize("layer_norm", target="cpu", budget=2, harness=fast_harness)
     assert result.correct

@@ -167,6 +167,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.print(f"rejected: {ev.reason}", markup=False)
             if ev.evidence.get("log"):
                 out.print(ev.evidence["log"], markup=False, highlight=False)
+            if ev.evidence.get("repro"):  # the toolchain's own command, to rerun the failure outside kevolve
+                out.print(f"repro: {ev.evidence['repro']}", markup=False, highlight=False)
         for line in ev.timing_lines():
             out.print(line, markup=False)
         if ev.resource_line():
