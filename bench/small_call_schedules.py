@@ -80,7 +80,8 @@ def main() -> int:
     nbytes = int(problem.bytes_moved(problem.dims, inputs, expected, facts.memory_granule_bytes))
     outputs = [torch.empty_like(e) for e in expected]
     tmp = Path(tempfile.mkdtemp())
-    thunks, chosen = {}, points(space, facts.parallel_units)
+    sms = facts.parallel_units
+    thunks, chosen = {}, points(space, sms)
     for idx, (label, params) in enumerate(chosen.items()):
         kernel = load_kernel_file(recipe.render(problem, params), tmp, f"point_{idx}")
         check = [torch.full_like(e, -1) for e in expected]
@@ -91,7 +92,7 @@ def main() -> int:
     copy_kernel = load_kernel_file(COPY_KERNEL, tmp, "triton_copy")
     thunks["Triton copy, same bytes (4096 ids a program)"] = lambda: copy_kernel(inputs, outputs)
     thunks["copy_, same bytes"] = same_bytes_copy(nbytes)
-    sms, default_tiles = facts.parallel_units, -(-args.n // (chosen["default"]["BLOCK"] * chosen["default"]["ITEMS"]))
+    default_tiles = -(-args.n // (chosen["default"]["BLOCK"] * chosen["default"]["ITEMS"]))
     for programs in sorted({1, sms, default_tiles}):
         thunks[f"empty launch, {programs} programs"] = empty_thunk(programs)
     copy = copy_bandwidth()

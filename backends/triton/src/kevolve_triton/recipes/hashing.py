@@ -172,8 +172,8 @@ class TritonKeyedFeatureHash(Recipe):
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         lanes = warp_size(facts)
-        few = problem.dims.get("features", 0) <= self.SCAN_FEATURES
-        small = problem.dims.get("features", 0) <= self.SMALL_BLOCK_FEATURES
+        features = problem.dims.get("features", 0)
+        few, small = features <= self.SCAN_FEATURES, features <= self.SMALL_BLOCK_FEATURES
         pdl = [Param("PDL", (False, True), {d.LATENCY_BOUND: +1}, default=not few)] \
             if triton_facts(facts).get("pdl") else []  # the default scan and remainder need no first launch
         return ScheduleSpace([
