@@ -3,12 +3,18 @@
 Kernels are Python files (language "pyfake") computing with numpy. Timing is synthetic and deterministic: a
 kernel's module declares ``COST`` (seconds per call) and eager costs 1 s, so fitness = 1 / COST and a search's
 tree depends only on its seed. ``fake_tiny`` has absurdly low bandwidth, so every timed kernel is implausible.
+
+For fault injection: a kernel declaring ``SPREAD = s`` gets one timing sample in three (1 + s) times slower (a
+disturbed measurement), and ``FAKE_TIMING_DELAY_S`` in the environment makes every timing take that long (a
+search slow enough to be interrupted mid-evaluation).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+import os
+import time
 from pathlib import Path
 
 from kevolve import diagnosis as d
@@ -57,12 +63,14 @@ class PyRunner(Runner):
 
     def __init__(self) -> None:
         self.cost = 1.0
+        self.spread = 0.0
 
     def load(self, build: BuildResult):
         spec = importlib.util.spec_from_file_location(f"fake_kernel_{next(_ids)}", build.artifact)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         self.cost = getattr(module, "COST", 1.0)
+        self.spread = getattr(module, "SPREAD", 0.0)
 
         def call(inputs, outputs):
             module.kernel([t.numpy() for t in inputs], [t.numpy() for t in outputs])
@@ -72,8 +80,11 @@ class PyRunner(Runner):
     def time_interleaved(self, thunks, *, repeats, inner):
         for thunk in thunks.values():
             thunk()
+        time.sleep(float(os.environ.get("FAKE_TIMING_DELAY_S", 0)))
         costs = {"kernel": self.cost, "eager": EAGER_COST, "compile": EAGER_COST / 2}
-        return {name: [costs[name] * (1 + 0.001 * (i % 3)) for i in range(repeats)] for name in thunks}
+        samples = {name: [costs[name] * (1 + 0.001 * (i % 3)) for i in range(repeats)] for name in thunks}
+        samples["kernel"] = [s * (1 + self.spread * (i % 3 == 2)) for i, s in enumerate(samples["kernel"])]
+        return samples
 
 
 class FakeBackend(Backend):

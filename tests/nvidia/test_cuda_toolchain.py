@@ -294,11 +294,11 @@ def test_ncu_profiles_a_cuda_kernel(tmp_path, monkeypatch):
 def test_a_cuda_kernel_follows_pytorchs_stream_into_a_cuda_graph():
     """Captured on a side stream: a launch on any other stream than PyTorch's would break the capture."""
     import torch
-    from kevolve.api import load_kernel
+    from kevolve.delivery.op import torch_op
 
     problem = resolve_problem("relu", {"n": 1 << 20}, "float32", None)
     params = {"THREADS": 256, "ITEMS": 4, "VEC": 4}
-    op = load_kernel(problem, "nvidia_h100", CudaPointwise().render(problem, params), "cuda")
+    op = torch_op(problem, "nvidia_h100", CudaPointwise().render(problem, params), "cuda")
     x = torch.randn(1 << 20, device="cuda")
     op(x)
     torch.cuda.synchronize()
@@ -318,13 +318,13 @@ def test_calls_the_vector_kernel_cannot_take_run_the_one_value_kernel(op):
     """A tensor that starts off a 16-byte boundary (a view at an odd offset) or a size that is no multiple of
     the vector: the launcher takes the file's one-value kernel, and the results are still right."""
     import torch
-    from kevolve.api import load_kernel
+    from kevolve.delivery.op import torch_op
 
     dims = {"n": 4096} if op == "relu" else {"rows": 8, "cols": 512}
     problem = resolve_problem(op, dims, "bfloat16", None)
     recipe = CudaPointwise() if op == "relu" else CudaRows()
     params = recipe.space(problem, get_manager().target("nvidia_h100").spec.facts).default()
-    kernel = load_kernel(problem, "nvidia_h100", recipe.render(problem, params), "cuda")
+    kernel = torch_op(problem, "nvidia_h100", recipe.render(problem, params), "cuda")
     inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
     base = torch.zeros(inputs[0].numel() + 1, dtype=inputs[0].dtype, device="cuda")
     shifted = base[1:].view_as(inputs[0])

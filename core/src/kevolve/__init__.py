@@ -3,10 +3,12 @@
     import kevolve
     result = kevolve.optimize("softmax", target="cpu", budget=20)
     print(result.summary())
-    softmax = result.as_torch_op()
+    softmax = result.as_torch_op()      # torch.ops.kevolve.<name>: eager, torch.compile, torch.export
+    result.save("softmax_op/")          # a pip-installable package; kevolve.load("softmax_op/") gives it back
 """
 
-from kevolve.api import EvaluateResult, TargetStatus, evaluate, optimize, resume, targets
+from kevolve.api import EvaluateResult, TargetStatus, evaluate, optimize, resume, session_result, targets
+from kevolve.delivery.load import load
 from kevolve.errors import KevolveError
 from kevolve.problems.problem import Problem
 from kevolve.result import OptimizeResult
@@ -21,5 +23,5 @@ def problem_from_callable(fn, example_inputs, name: str | None = None) -> Proble
     return CallableProblem.create(fn, list(example_inputs), name)
 
 
-__all__ = ["EvaluateResult", "KevolveError", "OptimizeResult", "Problem", "TargetStatus", "evaluate", "optimize",
-           "problem_from_callable", "resume", "targets"]
+__all__ = ["EvaluateResult", "KevolveError", "OptimizeResult", "Problem", "TargetStatus", "evaluate", "load",
+           "optimize", "problem_from_callable", "resume", "session_result", "targets"]

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from kevolve.errors import KernelFileError, KevolveError, TargetUnusableError
+from kevolve import arguments
+from kevolve.errors import KernelFileError, KevolveError, SearchInterrupted
 from kevolve.harness.baselines import check_baselines
+from kevolve.harness.capacity import check_fits
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.paths import default_store_path
@@ -35,9 +37,9 @@ def resolve_problem(op: ProblemLike, dims: dict[str, int] | None = None, dtype: 
     if isinstance(op, Problem):
         return op
     if isinstance(op, (str, os.PathLike)) and (str(op).endswith(".py") or os.path.sep in str(op)):
-        from kevolve.problems.kernelbench import KernelBenchProblem
+        from kevolve.problems.vetting import load_problem_file
 
-        return KernelBenchProblem(Path(op))
+        return load_problem_file(Path(op))
     if isinstance(op, str):
         from kevolve.problems.catalog import CatalogProblem
 
@@ -46,18 +48,11 @@ def resolve_problem(op: ProblemLike, dims: dict[str, int] | None = None, dtype: 
                        "kevolve Problem (e.g. kevolve.problem_from_callable(fn, example_inputs))")
 
 
-def usable_target(name: str) -> RegisteredTarget:
-    registered = get_manager().target(name)
-    ok, why = registered.backend.usable(registered.spec)
-    if not ok:
-        raise TargetUnusableError(f"target {registered.spec.name} is installed but not usable here: {why}")
-    return registered
-
-
-def _open_store(store: str | Path | Store | None) -> Store:
+def _open_store(store: str | Path | Store | None, readonly: bool = False) -> Store:
+    """The store to use; ``readonly`` for commands that only read it (they need no write access)."""
     if isinstance(store, Store):
         return store
-    return Store(store or os.environ.get("KEVOLVE_STORE") or default_store_path())
+    return Store(store or os.environ.get("KEVOLVE_STORE") or default_store_path(), readonly=readonly)
 
 
 def _result(store: Store, problem: Problem, target: str, session_id: str, from_store: bool) -> OptimizeResult:
@@ -92,9 +87,10 @@ def _neighbour_seeds(store: Store, problem: Problem, target: str, toolchain: str
 
 
 def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int = 0,
-             store: str | Path | Store | None = None, *, dims: dict[str, int] | None = None, dtype: str | None = None,
-             attrs: dict[str, Any] | None = None, time_budget_s: float | None = None,
-             target_speedup: float | None = None, search: str = "mcts", synthesizer: str = "template",
+             store: str | Path | Store | None = None, *, dims: dict[str, int] | None = None,
+             dtype: str | torch.dtype | None = None, attrs: dict[str, Any] | None = None,
+             time_budget_s: float | None = None, target_speedup: float | None = None, search: str = "mcts",
+             synthesizer: str = "template",
              again: bool = False, baselines: Sequence[str] = ("eager",), batch: int = 2, stall: int = 12,
              knowledge: bool = True, skills: bool = True, harness: HarnessConfig | None = None,
              progress: Progress | None = None) -> OptimizeResult:
@@ -109,11 +105,16 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     earlier sessions learnt: their distilled lessons and the winners on the same op at other shapes (every
     finished session still records its own).
     """
+    dtype = arguments.problem_settings(target=target, store=store, dims=dims, dtype=dtype, attrs=attrs,
+                                       baselines=baselines)
+    arguments.search_settings(budget=budget, seed=seed, time_budget_s=time_budget_s, target_speedup=target_speedup,
+                              synthesizer=synthesizer, batch=batch, stall=stall)
     if search not in STRATEGIES:
         raise KevolveError(f"unknown search {search!r}; choose one of {', '.join(STRATEGIES)}")
     check_baselines(baselines)
-    registered = usable_target(target)
+    registered = get_manager().usable_target(target)
     problem = resolve_problem(op, dims, dtype, attrs)
+    check_fits(problem, registered, harness or HarnessConfig())
     st = _open_store(store)
     toolchain = registered.backend.toolchain_version(registered.spec)
     name = registered.spec.name
@@ -138,9 +139,13 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
     """Continue a session that was interrupted (or extend a finished one with a larger ``budget``)."""
     from kevolve.problems.problem import problem_from_spec
 
+    arguments.name("session_id", session_id, "3f2a9c1b7d4e")
+    arguments.store_like(store)
+    if budget is not None:
+        arguments.count("budget", budget, 20)
     st = _open_store(store)
     session = st.session(session_id)
-    registered = usable_target(session.target)
+    registered = get_manager().usable_target(session.target)
     toolchain = registered.backend.toolchain_version(registered.spec)
     if toolchain != session.toolchain:
         raise KevolveError(f"session {session.id} was run with toolchain {session.toolchain!r}, this machine has "
@@ -150,8 +155,18 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
     if budget is not None:
         config["budget"] = budget
     records = [n for n in st.nodes(session.id) if n.memory_op != "final"]
+    st.claim(session.id)
     return _run(st, problem, registered, session.id, session.seed, config, records, harness or HarnessConfig(),
                 progress, [])
+
+
+def session_result(session_id: str, store: str | Path | Store | None = None) -> OptimizeResult:
+    """A stored session's result (best kernel, search tree, final timings), as :func:`optimize` returned it."""
+    from kevolve.problems.problem import problem_from_spec
+
+    st = _open_store(store, readonly=True)
+    session = st.session(session_id)
+    return _result(st, problem_from_spec(session.problem_spec), session.target, session.id, from_store=True)
 
 
 def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: str, seed: int,
@@ -169,25 +184,27 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
                     session_id=session_id, seed=seed, docs=manager.docs, seeds=seeds, skills=lessons,
                     knowledge=config.get("knowledge", True), progress=progress or (lambda event: None))
     search.replay(records)
-    try:
-        reason = search.run()
-    except KeyboardInterrupt:
-        st.finish_session(session_id, "interrupted", "interrupted; `kevolve optimize --resume "
-                                                     f"{session_id}` continues it")
-        raise
-    except BaseException as exc:
-        st.finish_session(session_id, "failed", f"{type(exc).__name__}: {exc}")
-        raise
-    best = search.tree.best()
-    if best is not None:
-        (progress or (lambda e: None))({"kind": "final", "node": best.id})
-        final = evaluate_candidate(best.candidate, problem, registered.spec.name,
-                                   replace(harness, baselines=tuple(config["baselines"]), repeats=harness.repeats * 2))
-        st.add_node(session_id, NodeRecord(
-            node_id=max(search.tree.nodes) + 1, parent_id=best.id, memory_op="final",
-            synthesizer=best.candidate.synthesizer, recipe=best.candidate.recipe, language=best.candidate.language,
-            parameters=best.candidate.parameters, source=best.candidate.source,
-            source_hash=best.candidate.source_hash, note="final re-timing against all baselines", evaluation=final))
+    with st.beating(session_id):  # the store can tell this session runs, not killed
+        try:
+            reason = search.run()
+        except KeyboardInterrupt:
+            st.finish_session(session_id, "interrupted", "interrupted; `kevolve optimize --resume "
+                                                         f"{session_id}` continues it")
+            raise SearchInterrupted(session_id) from None
+        except BaseException as exc:
+            st.finish_session(session_id, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        best = search.tree.best()
+        if best is not None:
+            (progress or (lambda e: None))({"kind": "final", "node": best.id})
+            final = evaluate_candidate(best.candidate, problem, registered.spec.name,
+                                       replace(harness, baselines=tuple(config["baselines"]),
+                                               repeats=harness.repeats * 2))
+            st.add_node(session_id, NodeRecord(
+                node_id=st.next_node_id(session_id), parent_id=best.id, memory_op="final",
+                synthesizer=best.candidate.synthesizer, recipe=best.candidate.recipe, language=best.candidate.language,
+                parameters=best.candidate.parameters, source=best.candidate.source,
+                source_hash=best.candidate.source_hash, note="final re-timing against all baselines", evaluation=final))
     st.finish_session(session_id, "done", reason)
     record_skill(st, session_id)
     return _result(st, problem, registered.spec.name, session_id, from_store=False)
@@ -238,15 +255,18 @@ def guess_language(path: Path, source: str, languages: Sequence[str]) -> str | N
 
 
 def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, language: str | None = None,
-             dims: dict[str, int] | None = None, dtype: str | None = None, attrs: dict[str, Any] | None = None,
-             baselines: Sequence[str] = ("eager",), harness: HarnessConfig | None = None) -> EvaluateResult:
+             dims: dict[str, int] | None = None, dtype: str | torch.dtype | None = None,
+             attrs: dict[str, Any] | None = None, baselines: Sequence[str] = ("eager",),
+             harness: HarnessConfig | None = None) -> EvaluateResult:
     """Verify and time a hand-written kernel with the same harness the search uses."""
-    path = Path(kernel_file)
+    path = arguments.path("kernel_file", kernel_file)
+    dtype = arguments.problem_settings(target=target, store=None, dims=dims, dtype=dtype, attrs=attrs,
+                                       baselines=baselines)
     try:
         source = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise KernelFileError(f"cannot read kernel file {path}: {exc}") from None
-    registered = usable_target(target)
+    registered = get_manager().usable_target(target)
     language = language or guess_language(path, source, registered.spec.languages)
     if language not in registered.spec.languages:
         raise KernelFileError(
@@ -255,38 +275,10 @@ def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, l
     check_baselines(baselines)
     problem = resolve_problem(op, dims, dtype, attrs)
     config = replace(harness or HarnessConfig(), baselines=tuple(baselines))
+    check_fits(problem, registered, config)
     evaluation = evaluate_candidate(Candidate(source, language, synthesizer="user"), problem, registered.spec.name,
                                     config)
     return EvaluateResult(problem, registered.spec.name, language, source, evaluation)
-
-
-def load_kernel(problem: Problem, target: str, source: str, language: str) -> Callable[..., Any]:
-    """Build (cached by source) and load a kernel in this process, wrapped as a function of torch tensors."""
-
-    registered = usable_target(target)
-    toolchain = registered.backend.toolchain(registered.spec, language)
-    workdir = Path(HarnessConfig().workdir) / registered.spec.name / Candidate(source, language).source_hash
-    build = toolchain.build(source, workdir, problem)
-    runner = registered.backend.runner(registered.spec)
-    kernel = runner.load(build)
-    example = problem.make_inputs(problem.check_dims()[0], torch.Generator().manual_seed(0))
-    extra = problem.extra_inputs()
-
-    def op(*args: torch.Tensor):
-        inputs = [torch.as_tensor(a).to(runner.device).contiguous() for a in args] + extra
-        if len(inputs) != len(example):
-            raise KevolveError(f"{problem.name} takes {len(example) - len(extra)} tensors, got {len(args)}")
-        for i, (got, want) in enumerate(zip(inputs, example)):
-            if got.dtype != want.dtype:
-                raise KevolveError(f"{problem.name}: input {i} is {got.dtype}, the kernel was built for {want.dtype}")
-        outputs = [torch.empty(shape, dtype=dtype, device=runner.device)
-                   for shape, dtype in problem.output_specs(inputs)]
-        kernel(inputs, outputs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
-
-    op.__name__ = f"kevolve_{problem.name}"
-    op.__doc__ = f"kevolve kernel for {problem.describe()} on {target} ({language})"
-    return op
 
 
 @dataclass

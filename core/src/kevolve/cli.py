@@ -179,12 +179,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from kevolve.api import _open_store, _result
-    from kevolve.problems.problem import problem_from_spec
+    from kevolve.api import _open_store, session_result
 
-    store = _open_store(args.store)
+    store = _open_store(args.store, readonly=True)
     session = store.session(args.session)
-    result = _result(store, problem_from_spec(session.problem_spec), session.target, session.id, from_store=True)
+    result = session_result(session.id, store)
     if args.json:
         print(json.dumps({**result.to_json(), "status": session.status}, indent=2, default=str))
         return 0
@@ -210,7 +209,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from kevolve.api import _open_store
 
-    sessions = _open_store(args.store).sessions(args.limit)
+    sessions = _open_store(args.store, readonly=True).sessions(args.limit)
     if args.json:
         print(json.dumps([vars(s) for s in sessions], indent=2, default=str))
         return 0
@@ -269,7 +268,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "trajectories":
         from kevolve.trajectories import export_file
 
-        count = export_file(_open_store(args.store), args.path, sessions=args.session, target=args.target)
+        count = export_file(_open_store(args.store, readonly=True), args.path, sessions=args.session,
+                            target=args.target)
         err.print(f"wrote {count} trajectory records to {args.path}")
         return 0
     if args.format == "backendbench":
@@ -382,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     except KevolveError as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         return 2
-    except KeyboardInterrupt:
-        err.print("interrupted; evaluated candidates are in the store (`kevolve sessions`)")
+    except KeyboardInterrupt as exc:  # a search's says how to resume it
+        err.print(str(exc) or "interrupted", markup=False, highlight=False)
         return 130
 
 

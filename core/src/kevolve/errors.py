@@ -54,3 +54,16 @@ class CompileError(KevolveError):
         if self.log:
             parts.append(self.log.rstrip())
         return "\n".join(parts)
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a search. Still a KeyboardInterrupt (callers that stop on one keep doing so); its message
+    says that nothing evaluated was lost and how to continue."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"interrupted; every evaluated candidate is in the store and "
+                         f"`kevolve optimize --resume {session_id}` continues the search")
+
+
+class ArgumentError(KevolveError):
+    """An argument of the Python API (or its command-line spelling) of the wrong type or out of range."""

@@ -75,6 +75,16 @@ class Manager:
     def target(self, name: str) -> RegisteredTarget:
         return self.targets.resolve(name, known_distribution)
 
+    def usable_target(self, name: str) -> RegisteredTarget:
+        """The target, if kernels for it can be built and run here; otherwise an error saying why."""
+        from kevolve.errors import TargetUnusableError
+
+        registered = self.target(name)
+        ok, why = registered.backend.usable(registered.spec)
+        if not ok:
+            raise TargetUnusableError(f"target {registered.spec.name} is installed but not usable here: {why}")
+        return registered
+
 
 def known_distribution(target: str, table: str = "distributions") -> str | None:
     """The distribution that would provide ``target`` (or, with ``table="synthesizers"``, a synthesizer) if it

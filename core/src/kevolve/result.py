@@ -3,7 +3,6 @@ search tree that found it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ import torch
 
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import KevolveError
+from kevolve.harness.evaluation import retiming_note
 from kevolve.problems.problem import Problem
 from kevolve.store import NodeRecord
 
@@ -118,6 +118,8 @@ class OptimizeResult:
         ev = node.evaluation
         lines.append(f"best: node {self.best.node_id}, {self.language} ({self.best.recipe}) {self.parameters}")
         lines.extend(ev.timing_lines())
+        if node is self.final and retiming_note(self.best.evaluation, ev):
+            lines.append(retiming_note(self.best.evaluation, ev))
         if ev.resource_line():
             lines.append(ev.resource_line())
         if ev.estimate and not ev.timings:
@@ -131,7 +133,20 @@ class OptimizeResult:
             statuses[n.evaluation.status] = statuses.get(n.evaluation.status, 0) + 1
         lines.append(f"search: {len(self.nodes)} candidates {statuses}; stopped: {self.stop_reason}")
         lines.append(self.recipes_line())
+        lines.append(self.delivery_line())
         return "\n".join(lines)
+
+    def delivery_line(self) -> str:
+        """The op a user gets (:meth:`as_torch_op`) and what can be said of it in CUDA graphs without building it."""
+        from kevolve.delivery.op import graphs_without_trying, op_name
+        from kevolve.plugins import get_manager
+        from kevolve.synthesis.base import source_hash
+
+        registered = get_manager().target(self.target)
+        device = registered.backend.runner(registered.spec).device
+        graphs = graphs_without_trying(self.problem.sizing_source() is not None, device)
+        name = op_name(self.problem, registered.spec.name, source_hash(self.source))
+        return f"as a torch op: torch.ops.kevolve.{name} (as_torch_op(), save(DIR)); CUDA graphs: {graphs}"
 
     def recipes_line(self) -> str:
         """Each recipe the search tried, how often, and its fastest correct candidate: where a target builds
@@ -156,22 +171,22 @@ class OptimizeResult:
         return self.best
 
     def save(self, directory: str | Path) -> Path:
-        """Write a standalone module (kernel source, support files, a loader needing no kevolve) plus
-        ``kevolve.json`` describing the problem, parameters and measured speedups."""
-        from kevolve.plugins import get_manager
+        """Write a package that registers this kernel's op on import, with torch and the kernel's runtime only:
+        ``pip install DIR`` (or DIR's parent on ``sys.path``), then ``import DIR`` (its name) gives ``op``, the same
+        ``torch.ops.kevolve.<name>`` as :meth:`as_torch_op`, and ``kernel(inputs, outputs)``, the raw launcher.
+        ``kevolve.json`` in it holds the problem, the parameters and the measured speedups."""
+        from kevolve.delivery.package import write_package
 
         best = self._require()
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        registered = get_manager().target(self.target)
-        files = registered.backend.write_standalone(registered.spec, best.source, best.language, directory)
         info = {k: v for k, v in self.to_json().items() if k != "tree"}
-        (directory / "kevolve.json").write_text(json.dumps({**info, "files": files}, indent=2, default=str))
-        return directory
+        return write_package(self.problem, self.target, best.source, best.language, Path(directory), info)
 
     def as_torch_op(self) -> Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]:
-        """The kernel as a function of torch tensors, allocating its outputs like the reference would."""
-        from kevolve.api import load_kernel
+        """The kernel as a PyTorch operator, ``torch.ops.kevolve.<name>.default`` (name from the problem, target
+        and source hash): usable eagerly, in ``torch.compile(fullgraph=True)`` graphs and in ``torch.export``,
+        with no reference run per call; its docstring says whether it can be captured in a CUDA graph. It
+        defines no gradient: backward through it raises."""
+        from kevolve.delivery.op import torch_op
 
         best = self._require()
-        return load_kernel(self.problem, self.target, best.source, best.language)
+        return torch_op(self.problem, self.target, best.source, best.language)

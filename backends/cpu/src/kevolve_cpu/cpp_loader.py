@@ -7,6 +7,8 @@ copies it next to the kernel as the standalone module's loader, so both run the 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -35,8 +37,15 @@ def _describe(tensors: list[torch.Tensor]):
     return array
 
 
+def launch_library(build_library: Callable[[Path, list[Path]], Path]) -> Path:
+    """``kv_launch.cpp`` built by ``build_library`` against torch's headers (cached by it)."""
+    here = Path(__file__).resolve().parent
+    return build_library(here / "kv_launch.cpp", [here, here / "include"])
+
+
 class CppKernel:
-    """``kernel(inputs, outputs)`` calls the library's ``kevolve_kernel`` entry point."""
+    """``kernel(inputs, outputs)`` calls the library's ``kevolve_kernel`` entry point; a torch op launches it from
+    C (:meth:`native_launch`)."""
 
     def __init__(self, library_path: str) -> None:
         self.library = ctypes.CDLL(library_path)
@@ -52,3 +61,10 @@ class CppKernel:
         code = self._fn(_describe(inputs), len(inputs), _describe(outputs), len(outputs))
         if code != 0:
             raise RuntimeError(f"kernel declined these arguments (returned {code})")
+
+    def native_launch(self, build_library: Callable[[Path, list[Path]], Path]) -> tuple[int, int]:
+        """The C function that launches this kernel from the op's native per-call path, and its state (the
+        kernel's entry point)."""
+        self._launch = ctypes.CDLL(str(launch_library(build_library)))
+        return (ctypes.cast(self._launch.kevolve_cpu_launch, ctypes.c_void_p).value,
+                ctypes.cast(self._fn, ctypes.c_void_p).value)

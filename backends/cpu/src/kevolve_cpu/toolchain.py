@@ -70,6 +70,7 @@ class CppToolchain(Toolchain):
             and stamp.read_text() == f"{self.version()}\n{repro}"
         if not fresh:
             self._compile_into(workdir, source, repro)
+        _prepare_launch()
         return BuildResult(language=self.language, artifact=str(lib), command=repro,
                            resources=_resources(workdir, lib), foreign_calls=_foreign_symbols(lib))
 
@@ -94,6 +95,20 @@ class CppToolchain(Toolchain):
                 os.replace(made, workdir / made.name)
             (tmp / "kernel.cmd").write_text(f"{self.version()}\n{repro}")
             os.replace(tmp / "kernel.cmd", workdir / "kernel.cmd")
+
+
+def _prepare_launch() -> None:
+    """Build the op's C launch (``cpp_loader.launch_library``) here, once per torch version, rather than in the
+    first worker that registers an op. A failure is remembered by the build and the op says so; the candidate
+    is unaffected."""
+    from kevolve.delivery.runtime import build_torch_library
+
+    from kevolve_cpu.cpp_loader import launch_library
+
+    try:
+        launch_library(build_torch_library)
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 def _resources(workdir: Path, lib: Path) -> dict[str, float]:

@@ -104,7 +104,7 @@ class ConformanceProblem(Problem):
             return [t.clone() for t in self._saved()["inputs"]]
         return [torch.randn(dims["n"], generator=gen).to(DTYPES.get(d, torch.float32)) for _, d in self.kernel.inputs]
 
-    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         if self.example:
             return [tuple(o) for o in self._saved()["outputs"]]
         return super().output_specs(inputs)

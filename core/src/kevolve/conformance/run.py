@@ -359,9 +359,9 @@ def run_conformance(target: str = "cpu", ops: list[str] | None = None, *, store:
     ``timeout_s``: the time limit of the isolated worker that judges an op's samples."""
     import torch
 
-    from kevolve.api import usable_target
+    from kevolve.plugins import get_manager
 
-    registered = usable_target(target)
+    registered = get_manager().usable_target(target)
     names = list(ops) if ops else list(SUITE)
     unknown = [n for n in names if n not in SUITE and n not in OPS]
     db = sm.op_db()

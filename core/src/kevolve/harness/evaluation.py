@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -19,6 +20,11 @@ REJECTED = "rejected"
 SYNTHESIS_ERROR = "synthesis_error"
 FAILED_STATUSES = (COMPILE_ERROR, RUNTIME_ERROR, WRONG, TIMEOUT, CRASH, REJECTED, SYNTHESIS_ERROR)
 
+#: a timing whose 90th-percentile sample is this many times its 10th was disturbed (another process took the
+#: machine, a clock changed speed): its median is not a measurement of the kernel. Two timings of one kernel this
+#: far apart (the search's and the final re-timing) say the same.
+DISTURBED_SPREAD = 3.0
+
 
 @dataclass
 class Timing:
@@ -34,6 +40,11 @@ class Timing:
         ordered = sorted(samples)
         pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
         return cls(median=pick(0.5), p10=pick(0.1), p90=pick(0.9), samples=len(ordered))
+
+    @property
+    def spread(self) -> float:
+        """90th over 10th percentile: 1 for a steady measurement."""
+        return self.p90 / self.p10 if self.p10 > 0 else math.inf
 
 
 @dataclass
@@ -76,6 +87,15 @@ class Evaluation:
         return self.status == OK
 
     @property
+    def spread(self) -> float:
+        """The widest spread among the timed contenders (1 when nothing was timed)."""
+        return max((t.spread for t in self.timings.values()), default=1.0)
+
+    @property
+    def disturbed(self) -> bool:
+        return self.spread > DISTURBED_SPREAD
+
+    @property
     def modeled_fraction(self) -> float:
         """Roofline floor / modeled time: how close the static cost model puts the kernel to the roofline."""
         from kevolve.backend.estimator import MODELED_TIME_S
@@ -103,13 +123,11 @@ class Evaluation:
 
     def timing_lines(self) -> list[str]:
         """The measured times and speedups, or why there are none and what the cost model says instead."""
-        lines = []
-        if "kernel" in self.timings:
-            k = self.timings["kernel"]
-            lines.append(f"kernel {k.median * 1e6:.1f} us [{k.p10 * 1e6:.1f}..{k.p90 * 1e6:.1f}]")
-        for name, sp in self.speedups.items():
-            lines.append(f"  vs {name}: {self.timings[name].median * 1e6:.1f} us -> {sp.median:.2f}x "
-                         f"[{sp.low:.2f}..{sp.high:.2f}]")
+        if self.disturbed:  # a median from such samples is no result: not printed as one
+            lines = [f"timings unreliable, not shown: samples spread {self.spread:.1f}x between the 10th and 90th "
+                     "percentile (a disturbed measurement)"]
+        else:
+            lines = self._measured_lines()
         for name, why in self.untimed_baselines.items():
             lines.append(f"  vs {name}: not timed: {why}")
         if self.untimed:
@@ -124,6 +142,16 @@ class Evaluation:
                          f"{float(self.estimate.get(MODELED_TIME_S, 0)) * 1e6:.1f} us modeled, roofline floor "
                          f"{float(self.estimate.get(FLOOR_S, 0)) * 1e6:.1f} us ({self.modeled_fraction:.0%} of the "
                          "roofline); a ranking, not a measurement")
+        return lines
+
+    def _measured_lines(self) -> list[str]:
+        lines = []
+        if "kernel" in self.timings:
+            k = self.timings["kernel"]
+            lines.append(f"kernel {k.median * 1e6:.1f} us [{k.p10 * 1e6:.1f}..{k.p90 * 1e6:.1f}]")
+        for name, sp in self.speedups.items():
+            lines.append(f"  vs {name}: {self.timings[name].median * 1e6:.1f} us -> {sp.median:.2f}x "
+                         f"[{sp.low:.2f}..{sp.high:.2f}]")
         return lines
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,3 +180,15 @@ def evidence_text(evaluation: Evaluation, limit: int = 3000) -> str:
     if text in ("{}", ""):
         return ""
     return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
+
+
+def retiming_note(search: Evaluation, final: Evaluation) -> str:
+    """When the final re-timing of the search's best kernel is far from the search's own timing of it, one of
+    the two was disturbed, and neither is a result to print without saying so."""
+    if "kernel" not in search.timings or "kernel" not in final.timings:
+        return ""
+    a, b = search.timings["kernel"].median, final.timings["kernel"].median
+    if max(a, b) <= DISTURBED_SPREAD * min(a, b):
+        return ""
+    return (f"timings unreliable: the search timed this kernel at {a * 1e6:.1f} us, the final re-timing at "
+            f"{b * 1e6:.1f} us; the machine was busy. Re-time it on an idle machine (`kevolve evaluate`)")

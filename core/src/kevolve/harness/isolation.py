@@ -31,8 +31,9 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_
 class Zygote:
     def __init__(self, extra_env: dict[str, str] | None = None) -> None:
         env = {**MALLOC_ENV, **os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(extra_env or {})}
+        # a session of its own: a terminal's Ctrl-C reaches this process alone, which stops its workers itself
         self.proc = subprocess.Popen([sys.executable, "-m", "kevolve.harness.zygote"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
         self.exits: dict[int, int] = {}
         self.replies: list[dict] = []
         self.cond = threading.Condition()
@@ -122,6 +123,8 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
             # the exit status is taken before the log is read: a child that wrote its result and then exited
             # is never mistaken for a crash
             status = z.exit_status(pid)
+            if status is not None:
+                pid = 0  # reaped: nothing is left to kill or wait for, and its pid may be another process's now
             with open(log_path) as log:
                 log.seek(offset)
                 for line in log:
@@ -135,7 +138,6 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
                     on_stage(stage)
             elapsed = time.monotonic() - started
             if status is not None:
-                pid = 0  # already reaped
                 return {"status": ev.CRASH, "stage": stage,
                         "reason": f"the kernel's process died during {stage}: {_describe_exit(status)}",
                         "evidence": {"wait_status": status}, "wall_s": elapsed}

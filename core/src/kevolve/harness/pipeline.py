@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kevolve.delivery.runtime import prepare_native
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError
 from kevolve.harness import evaluation as ev
@@ -32,6 +33,9 @@ class HarnessConfig:
     #: minimum length of one timing sample
     sample_s: float = 0.002
     baselines: tuple[str, ...] = ("eager",)
+    #: a correct candidate whose timings were disturbed (see evaluation.DISTURBED_SPREAD) is evaluated again up
+    #: to this many times
+    remeasure: int = 2
     #: a "max-autotune" baseline that takes longer than this to compile is reported untimed (see baselines.py);
     #: an evaluation that asks for it may run this much longer than ``timeout_s``
     compile_limit_s: float = 300.0
@@ -50,6 +54,30 @@ class HarnessConfig:
 
 def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
                        on_stage: Callable[[str], None] = lambda s: None) -> Evaluation:
+    """The candidate's evaluation; one whose timings were disturbed is evaluated again (see :func:`steady`)."""
+    return steady(lambda: _evaluate_once(candidate, problem, target_name, config, on_stage), config.remeasure,
+                  on_stage)
+
+
+def steady(evaluate: Callable[[], Evaluation], remeasure: int, on_stage: Callable[[str], None]) -> Evaluation:
+    """A correct evaluation whose timings spread too wide to be a measurement is made again, up to ``remeasure``
+    more times, and the steadiest kept (a failure in any is the result: a kernel correct only sometimes is not
+    correct). When every one was disturbed, its note says its timings are unreliable."""
+    evaluation, made = evaluate(), 1
+    while evaluation.correct and evaluation.disturbed and made <= remeasure:
+        on_stage("timing again: the last timing was disturbed")
+        again, made = evaluate(), made + 1
+        if not again.correct or again.spread < evaluation.spread:
+            evaluation = again
+    if evaluation.correct and evaluation.disturbed:
+        unreliable = (f"unreliable: timed {made} times, each disturbed (samples spread up to {evaluation.spread:.1f}x);"
+                      " the machine was busy, re-time on an idle one")
+        evaluation.timing_note = "; ".join(n for n in (evaluation.timing_note, unreliable) if n)
+    return evaluation
+
+
+def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
+                   on_stage: Callable[[str], None]) -> Evaluation:
     from kevolve.plugins import get_manager, worker_bootstrap
 
     started = time.perf_counter()
@@ -72,8 +100,10 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
                           "not a kernel: calls external code to compute: " + ", ".join(build.foreign_calls[:8]),
                           {"foreign_calls": build.foreign_calls}, build_command=build.command,
                           resources=build.resources, wall_s=time.perf_counter() - started)
+    prepare_native()  # built once here, not in each worker's timed evaluation
     task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
-            "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters}
+            "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters,
+            "source_hash": candidate.source_hash}
     limited = any(name in LIMITED for name in config.baselines)
     raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if limited else 0.0),
                        memory_limit_bytes=config.memory_limit_bytes,

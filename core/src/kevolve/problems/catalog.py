@@ -7,6 +7,7 @@ in :mod:`kevolve.problems.ops` and are registered by core's built-in plugin.
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 
 from kevolve.errors import ProblemError, UnknownOpError
+from kevolve.problems.attrs import AttrRule, check_attrs
 from kevolve.problems.problem import DTYPES, Dims, Problem, Tolerance, canonical_dtype, dtype_name
 
 InputMaker = Callable[[Dims, torch.dtype, torch.Generator, dict[str, Any]], list[torch.Tensor]]
@@ -34,15 +36,21 @@ class OpDef:
     make_inputs: InputMaker
     reference: Reference
     dtypes: tuple[str, ...] = ("float32", "bfloat16")
+    #: attribute defaults; each default's type is the attribute's type
     attrs: dict[str, Any] = field(default_factory=dict)
+    #: ranges or choices of attributes whose type alone admits wrong values (a table size of 0, a k of -1)
+    attr_rules: dict[str, AttrRule] = field(default_factory=dict)
     flops: Callable[[Dims, dict[str, Any]], float] = lambda dims, attrs: 0.0
     #: ``(dims, inputs, outputs, granule) -> bytes``, see Problem.bytes_moved
     bytes_moved: Callable[[Dims, list[torch.Tensor], list[torch.Tensor], int], float] | None = None
     #: multiplies the dtype's base tolerance (e.g. long reductions accumulate more rounding)
     tolerance_scale: Callable[[Dims], float] = lambda dims: 1.0
     aliases: tuple[str, ...] = ()
-    #: host-side output shapes for ops whose output size depends on input values (default: meta tracing)
-    output_specs: Callable[[list[torch.Tensor], dict[str, Any]], list[tuple[tuple[int, ...], torch.dtype]]] | None = None
+    #: output shapes for ops whose output size depends on input values (default: derived from the reference):
+    #: ``(inputs, attrs, read) -> [(shape, dtype), ...]`` where ``read`` turns a 0-d tensor into a size. Its source
+    #: is copied into saved packages, so it may use torch and its arguments only.
+    output_specs: Callable[[list[torch.Tensor], dict[str, Any], Callable[[torch.Tensor], Any]],
+                           list[tuple[tuple[int, ...], torch.dtype]]] | None = None
 
 
 class OpRegistry:
@@ -96,10 +104,7 @@ class CatalogProblem(Problem):
         if dtype not in op.dtypes:
             raise ProblemError(f"{op.name} supports dtypes {', '.join(op.dtypes)}; got {dtype}")
         self._dtype = DTYPES[dtype]
-        unknown_attrs = set(attrs or {}) - set(op.attrs)
-        if unknown_attrs:
-            raise ProblemError(f"{op.name} has attributes {sorted(op.attrs)}; got unknown {sorted(unknown_attrs)}")
-        self._attrs = {**op.attrs, **(attrs or {})}
+        self._attrs = check_attrs(op.name, op.attrs, op.attr_rules, attrs or {})
 
     def check_dims(self) -> list[Dims]:
         checks = [{**self._dims, **d} for d in self.op.check_dims]
@@ -111,10 +116,23 @@ class CatalogProblem(Problem):
     def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         return self.op.reference(inputs, self._attrs)
 
-    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    def output_specs(self, inputs: list[torch.Tensor], read: Callable[[torch.Tensor], Any] = int
+                     ) -> list[tuple[tuple[int, ...], torch.dtype]]:
         if self.op.output_specs is not None:
-            return self.op.output_specs(inputs, self._attrs)
+            return self.op.output_specs(inputs, self._attrs, read)
         return super().output_specs(inputs)
+
+    def sizing_source(self) -> str | None:
+        if self.op.output_specs is None:
+            return None
+        function = self.op.output_specs
+        return "\n".join(["import torch", "", "VALUE_DEPENDENT = True", f"ATTRS = {self._attrs!r}", "", "",
+                          textwrap.dedent(inspect.getsource(function)).rstrip(), "", "",
+                          "def output_specs(inputs, read=int):", f"    return {function.__name__}(inputs, ATTRS, read)",
+                          ""])
+
+    def input_names(self, count: int) -> list[str]:
+        return list(self.op.inputs) if len(self.op.inputs) == count else super().input_names(count)
 
     def flops(self, dims: Dims) -> float:
         return float(self.op.flops(dims, self._attrs))

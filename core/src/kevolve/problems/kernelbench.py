@@ -29,7 +29,11 @@ class KernelBenchProblem(Problem):
         self.path = Path(path).resolve()
         if not self.path.is_file():
             raise ProblemError(f"no such problem file: {self.path}")
-        self.text = self.path.read_text()
+        try:
+            self.text = self.path.read_text()
+        except UnicodeDecodeError as exc:
+            raise ProblemError(f"{self.path} is not a text (UTF-8) Python file: {exc.reason} at byte {exc.start}; "
+                               "give a KernelBench problem file") from None
         self.name = self.path.stem
         module = self._load()
         for attribute in ("Model", "get_inputs", "get_init_inputs"):
@@ -45,8 +49,9 @@ class KernelBenchProblem(Problem):
             except Exception as exc:
                 raise ProblemError(f"{self.path}: building Model(*get_init_inputs()) or get_inputs() failed: "
                                    f"{type(exc).__name__}: {exc}") from None
-        if not all(isinstance(t, torch.Tensor) for t in example):
-            raise ProblemError(f"{self.path}: get_inputs() must return tensors only")
+        if not example or not all(isinstance(t, torch.Tensor) for t in example):
+            raise ProblemError(f"{self.path}: get_inputs() must return a list of one or more tensors, returned "
+                               f"{example!r:.80}")
         self.n_inputs = len(example)
         self._weights = [p.detach() for p in itertools.chain(self.model.parameters(), self.model.buffers())]
         self._dims = {f"arg{i}_{j}": int(size) for i, t in enumerate(example) for j, size in enumerate(t.shape)}
@@ -57,9 +62,23 @@ class KernelBenchProblem(Problem):
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
+        except SystemExit as exc:
+            raise ProblemError(f"{self.path} calls sys.exit({exc.code!r}) while being imported; a problem file may "
+                               "only define Model, get_inputs and get_init_inputs") from None
         except Exception as exc:
             raise ProblemError(f"{self.path} failed to import: {type(exc).__name__}: {exc}") from None
         return module
+
+    def check_forward(self) -> None:
+        """Run the model once on fresh inputs: a forward that raises or returns something other than tensors is
+        the problem file's fault, and is said so before any kernel could be blamed for it."""
+        try:
+            outputs = self.reference(self.make_inputs(self.dims, torch.Generator().manual_seed(0)))
+        except Exception as exc:
+            raise ProblemError(f"{self.path}: Model.forward raised {type(exc).__name__}: {exc}") from None
+        if not outputs or not all(isinstance(o, torch.Tensor) for o in outputs):
+            raise ProblemError(f"{self.path}: Model.forward must return a tensor or a tuple of tensors, returned "
+                               f"{outputs!r:.80}")
 
     def check_dims(self) -> list[Dims]:
         return [self.dims]  # get_inputs() knows one shape; fresh values are drawn on every call
@@ -78,7 +97,7 @@ class KernelBenchProblem(Problem):
             out = self.model(*inputs[: self.n_inputs])
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
-    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Traced on meta tensors, weights included, without touching the real module."""
         meta = lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta")
         state = {name: meta(t) for name, t in itertools.chain(self.model.named_parameters(),

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from kevolve.problems.attrs import AttrRule
 from kevolve.problems.catalog import OpDef, OpRegistry
 from kevolve.problems.problem import Dims
 from kevolve.synthesis.expr import POINTWISE, REDUCTIONS
@@ -124,12 +125,17 @@ def _cumsum_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch.Tensor]:
     return [torch.cumsum(inputs[0], dim=-1)]
 
 
+#: a norm's epsilon: added to a variance, so never negative
+_EPS = {"eps": AttrRule(low=0.0)}
+
+
 def _row_op(name: str, family: str, reference, make_inputs=_rows_input, flops_per: float = 5.0,
             attrs: Attrs | None = None, inputs: tuple[str, ...] = ("x",), tolerance_scale=lambda dims: 1.0) -> OpDef:
     return OpDef(
         name=name, family=family, description=f"{name} over the last dim of a [rows, cols] matrix",
         inputs=inputs, dims={"rows": 4096, "cols": 1024}, check_dims=_ROW_CHECKS, make_inputs=make_inputs, reference=reference,
-        attrs=attrs or {}, flops=lambda dims, attrs: flops_per * dims["rows"] * dims["cols"],
+        attrs=attrs or {}, attr_rules=_EPS if "eps" in (attrs or {}) else {},
+        flops=lambda dims, attrs: flops_per * dims["rows"] * dims["cols"],
         tolerance_scale=tolerance_scale,
     )
 
@@ -162,6 +168,7 @@ def _matmul(name: str, bias: bool, epilogue: str) -> OpDef:
         dims={"m": 512, "n": 512, "k": 512},
         check_dims=({"m": 1, "n": 1, "k": 1}, {"m": 33, "n": 17, "k": 65}, {"m": 70, "n": 130, "k": 9}),
         make_inputs=_matmul_inputs, reference=_matmul_ref, attrs={"bias": bias, "epilogue": epilogue},
+        attr_rules={"epilogue": AttrRule(choices=("none", "relu"))},
         flops=lambda dims, attrs: 2.0 * dims["m"] * dims["n"] * dims["k"],
         tolerance_scale=_sqrt_scale("k", 16.0),
     )
@@ -303,9 +310,10 @@ def _jagged_truncate_ref(inputs: list[torch.Tensor], attrs: Attrs) -> list[torch
     return [values[index], out_offsets]
 
 
-def _jagged_output_specs(inputs: list[torch.Tensor], attrs: Attrs) -> list[tuple[tuple[int, ...], torch.dtype]]:
+def _jagged_output_specs(inputs, attrs, read=int):
+    """The kept items: sum over sequences of min(length, k), read from the offsets (one host read per call)."""
     values, offsets = inputs
-    total = int((offsets[1:] - offsets[:-1]).clamp(max=attrs["k"]).sum())
+    total = read((offsets[1:] - offsets[:-1]).clamp(max=attrs["k"]).sum())
     return [((total,), values.dtype), (tuple(offsets.shape), offsets.dtype)]
 
 
@@ -399,6 +407,7 @@ def catalog_ops() -> list[OpDef]:
             description="int64 feature ids -> bucket ids: 64-bit multiply/xor-shift mix, then modulo num_buckets",
             inputs=("ids",), dims={"n": 1 << 21}, check_dims=({"n": 1}, {"n": 1001}),
             make_inputs=_feature_hash_inputs, reference=_feature_hash_ref, attrs={"num_buckets": 1_000_003},
+            attr_rules={"num_buckets": AttrRule(low=1, high=INT64_MAX)},
             dtypes=("int64",), flops=lambda dims, attrs: 8 * dims["n"], aliases=("hash_bucketize",),
         ),
         OpDef(
@@ -441,6 +450,7 @@ def catalog_ops() -> list[OpDef]:
             inputs=("values", "offsets"), dims={"batch": 32768, "max_len": 128},
             check_dims=({"batch": 1, "max_len": 1}, {"batch": 37, "max_len": 70}),
             make_inputs=_jagged_inputs, reference=_jagged_truncate_ref, attrs={"k": 32}, bytes_moved=_jagged_bytes,
+            attr_rules={"k": AttrRule(low=1)},
             output_specs=_jagged_output_specs,
         ),
     ]

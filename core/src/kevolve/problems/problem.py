@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,12 +109,24 @@ class Problem(ABC):
         ``make_inputs`` returns."""
         return []
 
-    def output_specs(self, inputs: list[torch.Tensor]) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    def output_specs(self, inputs: list[torch.Tensor], read: Callable[[torch.Tensor], Any] = int
+                     ) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of the outputs for these inputs, computed on the host without running the op:
         by default the reference is traced on meta tensors. Ops whose output size depends on input values
-        override this."""
+        override this and :meth:`sizing_source`; ``read`` turns a 0-d tensor they compute into a size."""
         meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in inputs]
         return [(tuple(o.shape), o.dtype) for o in self.reference(meta)]
+
+    def sizing_source(self) -> str | None:
+        """For outputs whose sizes depend on input values: the source of a module, needing torch only, that
+        defines ``VALUE_DEPENDENT = True`` and ``output_specs(inputs, read=int)``. Delivered ops run it on every
+        call (and saved packages carry it). None: sizes follow from the inputs' sizes and are derived from the
+        reference (:mod:`kevolve.delivery.shapes`)."""
+        return None
+
+    def input_names(self, count: int) -> list[str]:
+        """Names of the caller's inputs, for a delivered op's schema."""
+        return [f"x{i}" for i in range(count)]
 
     def flops(self, dims: Dims) -> float:
         return 0.0

@@ -119,7 +119,7 @@ class Search:
         return self.synthesizer.stop_reason()
 
     def _evaluate(self, parent_id: int, memory_op: str, candidate: Candidate) -> None:
-        node_id = max(self.tree.nodes) + 1
+        node_id = self.store.next_node_id(self.session_id)  # past a resumed session's final re-timings too
         self.progress({"kind": "evaluate", "node": node_id, "note": candidate.note})
         if candidate.error:
             evaluation = Evaluation(ev.SYNTHESIS_ERROR, "synthesis", candidate.error,

@@ -47,11 +47,18 @@ def prelude(problem: Problem, params: dict) -> str:
     return "\n".join(lines)
 
 
-def parallel_for(threads: int, schedule: str = "static") -> str:
-    """The OpenMP pragma for a parallel loop; none at all for one thread (no runtime overhead)."""
+#: below this many elements a kernel runs on the calling thread: a parallel region costs more than the work
+#: (ATen's grain size)
+PARALLEL_MIN_ELEMENTS = 1 << 15
+
+
+def parallel_for(threads: int, schedule: str = "static", work: str = "") -> str:
+    """The OpenMP pragma for a parallel loop; none at all for one thread (no runtime overhead). ``work``, a C
+    expression of the elements the loop touches, keeps calls below :data:`PARALLEL_MIN_ELEMENTS` serial."""
     if threads <= 1:
         return ""
-    return f"#pragma omp parallel for num_threads({threads}) schedule({schedule})"
+    serial = f" if({work} >= {PARALLEL_MIN_ELEMENTS})" if work else ""
+    return f"#pragma omp parallel for num_threads({threads}) schedule({schedule}){serial}"
 
 
 def tasks_param(name: str, choices: tuple[int, ...] = (1, 16, 64, 0), default: int = 16) -> Param:
@@ -71,7 +78,7 @@ def elementwise_loop(n: str, body: str, params: dict) -> str:
     simd = "#pragma omp simd" if params.get("simd") == "omp" else ""
     unroll = f"#pragma GCC unroll {params['unroll']}" if params.get("unroll", 1) > 1 else ""
     return f"""const int64_t block = {params["block"]};
-    {parallel_for(params["threads"])}
+    {parallel_for(params["threads"], work=n)}
     for (int64_t b = 0; b < {n}; b += block) {{
         const int64_t end = std::min<int64_t>({n}, b + block);
         {unroll}

@@ -28,6 +28,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_common import (
+    PARALLEL_MIN_ELEMENTS,
     STORAGE,
     compute_type,
     cpp_expr,
@@ -36,9 +37,6 @@ from kevolve_cpu.recipes.cpp_common import (
     prelude,
     threads_param,
 )
-
-#: below this many elements the kernel runs on the calling thread (a parallel region costs more than the work)
-_PARALLEL_MIN_ELEMENTS = 1 << 15
 
 #: elements per tile of the online (single read) softmax pass
 _ONLINE_TILE = 512
@@ -250,7 +248,7 @@ def _kernel(problem: Problem, params: dict[str, Any], n_inputs: int, row_body: s
                     for name, ctype, count in scratch)
     ok = " && ".join(f"{name} != nullptr" for name, _, _ in scratch) or "true"
     release = "".join(f"        free({name});\n" for name, _, _ in scratch)
-    parallel = (f"#pragma omp parallel num_threads({threads}) if(total >= {_PARALLEL_MIN_ELEMENTS})"
+    parallel = (f"#pragma omp parallel num_threads({threads}) if(total >= {PARALLEL_MIN_ELEMENTS})"
                 if threads > 1 else "")
     atomic = "#pragma omp atomic write" if threads > 1 else ""
     loop_pragma = f"#pragma omp for schedule({params.get('schedule', 'static')})" if threads > 1 else ""

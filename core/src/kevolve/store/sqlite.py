@@ -1,8 +1,9 @@
-"""The store: every session, node and evaluation, in SQLite.
+"""The store on SQLite: every session, node and evaluation in one file (the default store).
 
 Rows are keyed by problem key (op signature + shapes + dtypes), target and toolchain version, so results never
 leak across targets or compiler versions. Each node is committed with its evaluation in one transaction as
-soon as it is evaluated: a session killed at any point loses no evaluated node and can be resumed.
+soon as it is evaluated: a session killed at any point loses no evaluated node and can be resumed. A session
+records its owner, so a running one is never resumed twice and a killed one shows as dead.
 """
 
 from __future__ import annotations
@@ -13,109 +14,43 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kevolve.errors import StoreError
 from kevolve.harness.evaluation import Evaluation
+from kevolve.store.opening import open_for_reading, open_for_writing, write_failure
+from kevolve.store.owner import Heartbeat, Owner, owner_alive
+from kevolve.store.records import NodeRecord, SessionRecord
+from kevolve.store.waiting import BUSY_TIMEOUT_S, patiently
 
-#: 2 added traces (prompts, responses, tokens per node) and skills; a version-1 store gains both tables on open
-SCHEMA_VERSION = 2
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY, created REAL, updated REAL,
-    problem_key TEXT NOT NULL, problem_name TEXT, family TEXT, problem_spec TEXT,
-    target TEXT NOT NULL, toolchain TEXT NOT NULL, seed INTEGER, config TEXT,
-    status TEXT, stop_reason TEXT, best_node INTEGER, best_fitness REAL
-);
-CREATE INDEX IF NOT EXISTS sessions_by_key ON sessions (problem_key, target, toolchain);
-CREATE INDEX IF NOT EXISTS sessions_by_name ON sessions (problem_name, target, toolchain);
-CREATE TABLE IF NOT EXISTS nodes (
-    session_id TEXT NOT NULL REFERENCES sessions(id), node_id INTEGER NOT NULL, parent_id INTEGER,
-    memory_op TEXT, synthesizer TEXT, recipe TEXT, language TEXT, parameters TEXT, source TEXT,
-    source_hash TEXT, note TEXT, created REAL,
-    PRIMARY KEY (session_id, node_id)
-);
-CREATE TABLE IF NOT EXISTS evaluations (
-    session_id TEXT NOT NULL, node_id INTEGER NOT NULL, status TEXT, stage TEXT, fitness REAL, data TEXT,
-    PRIMARY KEY (session_id, node_id),
-    FOREIGN KEY (session_id, node_id) REFERENCES nodes(session_id, node_id)
-);
-CREATE TABLE IF NOT EXISTS traces (
-    session_id TEXT NOT NULL, node_id INTEGER NOT NULL, data TEXT,
-    PRIMARY KEY (session_id, node_id),
-    FOREIGN KEY (session_id, node_id) REFERENCES nodes(session_id, node_id)
-);
-CREATE TABLE IF NOT EXISTS skills (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL, session_id TEXT REFERENCES sessions(id),
-    target TEXT NOT NULL, toolchain TEXT NOT NULL, family TEXT, problem_name TEXT, data TEXT
-);
-CREATE INDEX IF NOT EXISTS skills_by_family ON skills (target, family);
-"""
-
-
-@dataclass
-class NodeRecord:
-    node_id: int
-    parent_id: int | None
-    memory_op: str
-    synthesizer: str
-    recipe: str
-    language: str
-    parameters: dict[str, Any]
-    source: str
-    source_hash: str
-    note: str
-    evaluation: Evaluation
-    #: the synthesizer's trace: prompt, raw response, tokens (empty for synthesizers that keep none)
-    trace: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class SessionRecord:
-    id: str
-    problem_key: str
-    problem_name: str
-    family: str
-    problem_spec: dict[str, Any]
-    target: str
-    toolchain: str
-    seed: int
-    config: dict[str, Any]
-    status: str
-    stop_reason: str
-    best_node: int | None
-    best_fitness: float
-    created: float
-    updated: float
+SESSION_COLUMNS = ("id", "created", "updated", "problem_key", "problem_name", "family", "problem_spec", "target",
+                   "toolchain", "seed", "config", "status", "stop_reason", "best_node", "best_fitness", "owner_pid",
+                   "owner_host", "heartbeat")
+_SESSIONS = f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions"
 
 
 class Store:
-    def __init__(self, path: str | Path) -> None:
+    """``readonly=True`` never writes the file (nor needs the right to): for listing and showing."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.executescript(SCHEMA)
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is not None and int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(f"{self.path} was written by a newer kevolve (schema {row[0]}); upgrade kevolve")
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{self.path} is not a usable kevolve store ({exc}). It was left untouched; move it aside or pass "
-                "another path with --store / store=."
-            ) from None
+        self.readonly = readonly
+        self.db = open_for_reading(self.path) if readonly else open_for_writing(self.path)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
+        if self.readonly:
+            raise StoreError(f"the store {self.path} was opened for reading only")
+        try:
+            patiently(lambda: self.db.execute("BEGIN IMMEDIATE"), str(self.path))
+        except sqlite3.OperationalError as exc:
+            raise write_failure(self.path, exc) from None
         try:
             yield self.db
+        except sqlite3.OperationalError as exc:
+            self.db.execute("ROLLBACK")
+            raise write_failure(self.path, exc) from None
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
@@ -125,13 +60,44 @@ class Store:
 
     def create_session(self, *, problem_key: str, problem_name: str, family: str, problem_spec: dict, target: str,
                        toolchain: str, seed: int, config: dict) -> str:
+        """A new session, running and owned by this process."""
         session_id = uuid.uuid4().hex[:12]
         now = time.time()
+        me = Owner.me()
+        values = (session_id, now, now, problem_key, problem_name, family, json.dumps(problem_spec), target,
+                  toolchain, seed, json.dumps(config), "running", "", None, 0.0, me.pid, me.host, now)
         with self.transaction() as db:
-            db.execute("INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                       (session_id, now, now, problem_key, problem_name, family, json.dumps(problem_spec), target,
-                        toolchain, seed, json.dumps(config), "running", "", None, 0.0))
+            db.execute(f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
+                       f"({', '.join('?' * len(SESSION_COLUMNS))})", values)
         return session_id
+
+    def claim(self, session_id: str) -> None:
+        """Make this process the owner of a session it will resume; refused while its owner is alive."""
+        me = Owner.me()
+        with self.transaction() as db:
+            status, pid, host, beat = db.execute(
+                "SELECT status, owner_pid, owner_host, heartbeat FROM sessions WHERE id=?", (session_id,)).fetchone()
+            now = time.time()
+            if status == "running" and (pid, host) != (me.pid, me.host) and owner_alive(pid, host, beat, now):
+                raise StoreError(f"session {session_id} is still running (pid {pid} on {host}, alive "
+                                 f"{now - beat:.0f} s ago); let it finish, or stop that process, then resume it")
+            db.execute("UPDATE sessions SET status='running', stop_reason='', owner_pid=?, owner_host=?, heartbeat=?"
+                       " WHERE id=?", (me.pid, me.host, now, session_id))
+
+    def beating(self, session_id: str) -> Heartbeat:
+        """A ``with`` block during which this process tells the store it still runs ``session_id``."""
+        me = Owner.me()
+
+        def beat() -> None:  # its own connection: one belongs to the thread that opened it
+            db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
+            try:
+                with db:
+                    db.execute("UPDATE sessions SET heartbeat=? WHERE id=? AND owner_pid=? AND owner_host=?",
+                               (time.time(), session_id, me.pid, me.host))
+            finally:
+                db.close()
+
+        return Heartbeat(beat)
 
     def finish_session(self, session_id: str, status: str, stop_reason: str) -> None:
         with self.transaction() as db:
@@ -139,19 +105,25 @@ class Store:
                        (status, stop_reason, time.time(), session_id))
 
     def session(self, session_id: str) -> SessionRecord:
-        row = self.db.execute("SELECT * FROM sessions WHERE id=? OR id LIKE ?",
-                              (session_id, f"{session_id}%")).fetchall()
-        if not row:
+        rows = self.db.execute(f"{_SESSIONS} WHERE id=? OR id LIKE ?", (session_id, f"{session_id}%")).fetchall()
+        if not rows:
             raise StoreError(f"no session {session_id!r} in {self.path}; `kevolve sessions` lists them")
-        if len(row) > 1:
+        if len(rows) > 1:
             raise StoreError(f"session prefix {session_id!r} is ambiguous; give more characters")
-        return _session(row[0])
+        return _session(rows[0])
 
     def sessions(self, limit: int = 50) -> list[SessionRecord]:
-        rows = self.db.execute("SELECT * FROM sessions ORDER BY created DESC LIMIT ?", (limit,)).fetchall()
-        return [_session(r) for r in rows]
+        return [_session(r) for r in self.db.execute(f"{_SESSIONS} ORDER BY created DESC LIMIT ?", (limit,))]
+
+    def all_sessions(self) -> list[SessionRecord]:
+        return [_session(r) for r in self.db.execute(f"{_SESSIONS} ORDER BY created")]
 
     # --- nodes --------------------------------------------------------------------------------------------
+
+    def next_node_id(self, session_id: str) -> int:
+        """The id the session's next node takes: past every stored one, final re-timings included."""
+        return self.db.execute("SELECT COALESCE(MAX(node_id), 0) + 1 FROM nodes WHERE session_id=?",
+                               (session_id,)).fetchone()[0]
 
     def add_node(self, session_id: str, node: NodeRecord) -> None:
         """Node and evaluation land together; the session's best is updated in the same transaction."""
@@ -167,9 +139,10 @@ class Store:
             if node.trace:
                 db.execute("INSERT INTO traces VALUES (?,?,?)",
                            (session_id, node.node_id, json.dumps(node.trace, default=str)))
-            db.execute("UPDATE sessions SET updated=?, best_node=CASE WHEN ? > best_fitness THEN ? ELSE best_node END,"
-                       " best_fitness=MAX(best_fitness, ?) WHERE id=?",
-                       (time.time(), evaluation.fitness, node.node_id, evaluation.fitness, session_id))
+            now = time.time()
+            db.execute("UPDATE sessions SET updated=?, heartbeat=?, best_node=CASE WHEN ? > best_fitness THEN ?"
+                       " ELSE best_node END, best_fitness=MAX(best_fitness, ?) WHERE id=?",
+                       (now, now, evaluation.fitness, node.node_id, evaluation.fitness, session_id))
 
     def nodes(self, session_id: str, node_id: int | None = None) -> list[NodeRecord]:
         """A session's nodes with their evaluations, in order; only ``node_id`` when given."""
@@ -191,9 +164,10 @@ class Store:
     # --- lookups across sessions ------------------------------------------------------------------------
 
     def best_for(self, problem_key: str, target: str, toolchain: str) -> tuple[SessionRecord, NodeRecord] | None:
-        """The best correct kernel ever found for exactly this problem on this target and toolchain."""
+        """The best correct kernel of a finished session for exactly this problem on this target and toolchain
+        (a failed, interrupted or still running session has not answered the question)."""
         row = self.db.execute(
-            "SELECT * FROM sessions WHERE problem_key=? AND target=? AND toolchain=? AND best_fitness > 0"
+            f"{_SESSIONS} WHERE problem_key=? AND target=? AND toolchain=? AND status='done' AND best_fitness > 0"
             " ORDER BY best_fitness DESC LIMIT 1", (problem_key, target, toolchain)).fetchone()
         if row is None:
             return None
@@ -204,7 +178,7 @@ class Store:
                    toolchain: str) -> list[tuple[dict[str, Any], NodeRecord]]:
         """Winners on the same op at other shapes/dtypes on this target: (their problem spec, best node)."""
         rows = self.db.execute(
-            "SELECT * FROM sessions WHERE problem_name=? AND problem_key<>? AND target=? AND toolchain=?"
+            f"{_SESSIONS} WHERE problem_name=? AND problem_key<>? AND target=? AND toolchain=?"
             " AND best_fitness > 0 ORDER BY updated DESC LIMIT 50", (problem_name, problem_key, target, toolchain),
         ).fetchall()
         sessions = [_session(row) for row in rows]
@@ -229,12 +203,15 @@ class Store:
                                " ORDER BY created DESC, id DESC LIMIT ?", (*args, limit)).fetchall()
         return [json.loads(r[0]) for r in rows]
 
-    def all_sessions(self) -> list[SessionRecord]:
-        return [_session(r) for r in self.db.execute("SELECT * FROM sessions ORDER BY created").fetchall()]
-
 
 def _session(row: tuple) -> SessionRecord:
-    return SessionRecord(id=row[0], created=row[1], updated=row[2], problem_key=row[3], problem_name=row[4],
-                         family=row[5], problem_spec=json.loads(row[6]), target=row[7], toolchain=row[8],
-                         seed=row[9], config=json.loads(row[10]), status=row[11], stop_reason=row[12],
-                         best_node=row[13], best_fitness=row[14])
+    """A stored row; "running" becomes "dead" when its owner is gone."""
+    record = SessionRecord(**dict(zip(SESSION_COLUMNS, row)))
+    record.problem_spec, record.config = json.loads(record.problem_spec), json.loads(record.config)
+    if record.status == "running" and not owner_alive(record.owner_pid, record.owner_host, record.heartbeat,
+                                                      time.time()):
+        owner = f"pid {record.owner_pid} on {record.owner_host}" if record.owner_pid else "an older kevolve"
+        record.status = "dead"
+        record.stop_reason = (f"its process ({owner}) is gone; `kevolve optimize --resume {record.id}` "
+                              "continues it")
+    return record
