@@ -15,12 +15,14 @@ KERNELS = Path(__file__).parent.parent / "kernels"
 
 def test_max_autotune_is_timed_beside_eager(fast_harness):
     result = kevolve.evaluate(KERNELS / "softmax_ok.cpp", "softmax", target="cpu", dims={"rows": 64, "cols": 256},
-                              baselines=("eager", "max-autotune"), harness=replace(fast_harness, timeout_s=300))
+                              baselines=("eager", "max-autotune"),
+                              harness=replace(fast_harness, timeout_s=300, sample_s=0.005))
     ev = result.evaluation
     assert ev.correct, ev.reason
     assert set(ev.timings) == {"kernel", "eager", "max-autotune"} and not ev.untimed_baselines
     assert ev.speedups["max-autotune"].median > 0
-    assert any(line.startswith("  vs max-autotune: ") for line in ev.timing_lines())
+    # printed as a result, unless every timing of it was disturbed (a busy CI machine), which it then says
+    assert any(line.startswith("  vs max-autotune: ") for line in ev.timing_lines()) or ev.disturbed
 
 
 def test_max_autotune_past_its_compile_limit_is_reported_not_timed(fast_harness):
