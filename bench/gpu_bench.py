@@ -507,11 +507,12 @@ def load_kernel_file(source: str, tmp: Path, name: str):
     file's launcher then runs on PyTorch's current stream, else graph capture on a side stream fails)."""
     from kevolve.api import guess_language
     from kevolve.backend.toolchain import BuildResult
+    from kevolve.plugins import get_manager
     from kevolve_nvidia.cuda_runner import NvidiaGpuRunner
 
     path = tmp / f"{name}.py"
     path.write_text(source)
-    language = guess_language(path, source, ("triton", "cuda"))
+    language = guess_language(path, source, get_manager().target("nvidia_h100"))
     return NvidiaGpuRunner().load(BuildResult(language=language, artifact=str(path)))
 
 

@@ -32,6 +32,9 @@ from kevolve.trajectories import record, schema
 
 FACTS = MachineFacts(peak_flops={"float32": 1e12}, memory=(MemoryLevel("DRAM", 1e11, 1e10),), parallel_units=4)
 TARGET = TargetSpec("toy", "a toy machine", (), ("cpp",), FACTS)
+#: how C++ and Triton kernel files look, as the CPU and GPU backends' toolchains say
+CPP = get_manager().target("cpu").language_forms()["cpp"]
+TRITON = get_manager().target("nvidia_h100").language_forms()["triton"]
 KERNEL = '#include "kevolve_kernel.h"\nKV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, ' \
          'kv_tensor* out, int64_t n_out) { return 0; }\n'
 
@@ -66,7 +69,7 @@ def context(tree: Tree, parent: int, op: str, **extra) -> Context:
     node = tree.nodes[parent] if parent else None
     return Context(problem=problem(), target=TARGET, facts=FACTS, memory_op=op, rng=random.Random(0),
                    history=history, parent=node.history_item() if node else None,
-                   diagnosis=node.evaluation.diagnosis if node else None, **extra)
+                   diagnosis=node.evaluation.diagnosis if node else None, forms={"cpp": CPP}, **extra)
 
 
 def passage(title: str, text: str, **meta) -> object:
@@ -140,14 +143,15 @@ def test_prompt_fits_its_budget_dropping_the_least_important_first():
 ])
 def test_malformed_cpp_answers_say_why(answer, why):
     with pytest.raises(MalformedAnswer, match=why):
-        extract_kernel(answer, "cpp")
+        extract_kernel(answer, "cpp", CPP)
 
 
 def test_python_answers_are_syntax_checked_and_the_longest_block_is_the_file():
     with pytest.raises(MalformedAnswer, match="not valid Python: .* line 2"):
-        extract_kernel("```python\ndef kernel(inputs, outputs):\n    return (\n```", "triton")
+        extract_kernel("```python\ndef kernel(inputs, outputs):\n    return (\n```", "triton", TRITON)
     source, prose = extract_kernel("Use it as `kernel(a, b)`:\n```python\nkernel(a, b)\n```\nFile:\n```python\n"
-                                   "import triton\n\ndef kernel(inputs, outputs):\n    pass\n```\nDone.", "triton")
+                                   "import triton\n\ndef kernel(inputs, outputs):\n    pass\n```\nDone.", "triton",
+                                   TRITON)
     assert source.startswith("import triton") and "Done." in prose
 
 

@@ -237,21 +237,18 @@ class EvaluateResult:
         }
 
 
-LANGUAGE_BY_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c": "cpp", ".cu": "cuda", ".hip": "hip"}
-#: Python-embedded kernel languages, told apart by the module the file imports
-PYTHON_LANGUAGES = {"triton": "import triton", "numba": "import numba", "cuda": "import cupy"}
-
-
-def guess_language(path: Path, source: str, languages: Sequence[str]) -> str | None:
-    """The language of a kernel file from its suffix; for ``.py`` files, the Python-embedded language the
-    target builds whose module the file imports, or the only one it builds."""
+def guess_language(path: Path, source: str, registered: RegisteredTarget) -> str | None:
+    """The language of a kernel file, as the target's toolchains describe their files: the one whose suffixes
+    name the file's; for a Python file, the embedded language whose import it has, or the only one there is."""
+    forms = registered.language_forms()
+    named = [language for language, form in forms.items() if path.suffix in form.suffixes]
+    if named:
+        return named[0]
     if path.suffix != ".py":
-        return LANGUAGE_BY_SUFFIX.get(path.suffix)
-    built = [language for language in PYTHON_LANGUAGES if language in languages]
-    for language in built:
-        if PYTHON_LANGUAGES[language] in source:
-            return language
-    return built[0] if len(built) == 1 else None
+        return None
+    embedded = [language for language, form in forms.items() if form.python]
+    return next((language for language in embedded if forms[language].imports and forms[language].imports in source),
+                embedded[0] if len(embedded) == 1 else None)
 
 
 def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, language: str | None = None,
@@ -267,7 +264,7 @@ def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, l
     except (OSError, UnicodeDecodeError) as exc:
         raise KernelFileError(f"cannot read kernel file {path}: {exc}") from None
     registered = get_manager().usable_target(target)
-    language = language or guess_language(path, source, registered.spec.languages)
+    language = language or guess_language(path, source, registered)
     if language not in registered.spec.languages:
         raise KernelFileError(
             f"{path}: cannot tell its language from the suffix {path.suffix!r} or {language!r} is not one "

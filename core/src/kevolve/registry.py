@@ -12,6 +12,7 @@ from kevolve.target import TargetSpec
 
 if TYPE_CHECKING:
     from kevolve.backend.base import Backend
+    from kevolve.backend.toolchain import LanguageForm
     from kevolve.synthesis.base import Synthesizer
 
 
@@ -20,6 +21,10 @@ class RegisteredTarget:
     spec: TargetSpec
     backend: Backend
     plugin: str
+
+    def language_forms(self) -> dict[str, LanguageForm]:
+        """How the kernel files of each language the target builds look, as the backend's toolchains say."""
+        return {language: self.backend.toolchain(self.spec, language).form for language in self.spec.languages}
 
 
 class TargetRegistry:

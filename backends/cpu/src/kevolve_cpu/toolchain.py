@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from kevolve.backend.toolchain import BuildResult, Toolchain
+from kevolve.backend.toolchain import BuildResult, LanguageForm, Toolchain
 from kevolve.errors import CompileError
 
 INCLUDE_DIR = str(resources.files("kevolve_cpu").joinpath("include"))
@@ -41,6 +41,9 @@ def _compiler_version(compiler: str) -> str:
 
 class CppToolchain(Toolchain):
     language = "cpp"
+    form = LanguageForm(
+        suffixes=(".cpp", ".cc", ".cxx", ".c"), fences=("cpp", "c++", "cxx", "cc", "c"), entry=r"\bkevolve_kernel\s*\(",
+        entry_words="an exported function `kevolve_kernel(const kv_tensor*, int64_t, kv_tensor*, int64_t)`")
     forbidden_patterns = {
         r"\bcblas_|\bsgemm_?\b|\bdgemm_?\b|<mkl|\bEigen\b|<dnnl|\bopenblas\b": "calls a BLAS/math library",
         r"#\s*include\s*<(?:torch|ATen|c10)/": "includes PyTorch headers",
@@ -135,6 +138,8 @@ class NumbaToolchain(Toolchain):
     """numba compiles at first call, inside the worker; building here checks the file and fixes its path."""
 
     language = "numba"
+    form = LanguageForm(imports="import numba", fences=("python", "py"), entry=r"(?m)^def\s+kernel\s*\(",
+                        entry_words="a module-level function `def kernel(*arrays)`", python=True)
     forbidden_patterns = {
         r"np\.(?:dot|matmul|einsum|linalg)|\bscipy\b|(?<=[\w)\]])[ \t]*@[ \t]*[\w(]":
             "hands the computation to BLAS/numpy routines",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kevolve import diagnosis as d
-from kevolve.backend.toolchain import BuildResult, Toolchain
+from kevolve.backend.toolchain import BuildResult, LanguageForm, Toolchain
 from kevolve.errors import CompileError
 
 from kevolve_nvidia.resources import occupancy
@@ -146,6 +146,9 @@ def resources(report: dict[str, dict[str, int]], code: str, facts: MachineFacts)
 
 class CudaToolchain(Toolchain):
     language = "cuda"
+    form = LanguageForm(imports="import cupy", fences=("python", "py"), entry=r"(?m)^def\s+kernel\s*\(",
+                        entry_words="a module-level launcher `def kernel(inputs, outputs)` compiling CUDA C++ "
+                                    "through cupy", python=True)
     forbidden_patterns = FORBIDDEN
 
     def __init__(self, arch: str, facts: MachineFacts) -> None:

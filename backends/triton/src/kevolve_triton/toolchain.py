@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kevolve import diagnosis as d
-from kevolve.backend.toolchain import BuildResult, Toolchain
+from kevolve.backend.toolchain import BuildResult, LanguageForm, Toolchain
 from kevolve.errors import CompileError
 
 if TYPE_CHECKING:
@@ -61,6 +61,9 @@ def summarize(report: list[dict[str, Any]], lowest_is_worst: tuple[str, ...] = (
 
 class TritonToolchain(Toolchain):
     language = "triton"
+    form = LanguageForm(imports="import triton", fences=("python", "py"), entry=r"(?m)^def\s+kernel\s*\(",
+                        entry_words="a module-level launcher `def kernel(inputs, outputs)` and @triton.jit kernels",
+                        python=True)
     forbidden_patterns = FORBIDDEN
 
     def __init__(self, target_name: str, compile_ahead: bool = True,

@@ -27,8 +27,29 @@ class BuildResult:
     foreign_calls: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class LanguageForm:
+    """What a language's kernel files look like, so that core can tell a file's language and check an LLM's
+    answer without naming any language itself: the backend's toolchain declares it."""
+
+    #: file suffixes of this language's kernel files (".cpp")
+    suffixes: tuple[str, ...] = ()
+    #: for a language embedded in Python (".py" files): the statement its files contain ("import triton")
+    imports: str = ""
+    #: fence tags an LLM's answer may use for it; the first is the one prompts ask for
+    fences: tuple[str, ...] = ()
+    #: a regex a kernel file must match: its entry point, as the kernel file contract names it ...
+    entry: str = ""
+    #: ... and in words, for the reason a malformed answer is given
+    entry_words: str = "the entry point the kernel file contract names"
+    #: whether its files are Python (an answer must then parse)
+    python: bool = False
+
+
 class Toolchain(ABC):
     language: str = ""
+    #: how this language's kernel files look (see :class:`LanguageForm`)
+    form: LanguageForm = LanguageForm()
     #: regex -> reason: language-specific ways of handing the work to a library, added to core's list
     forbidden_patterns: dict[str, str] = {}
 

@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from kevolve.harness.evaluation import OK, SYNTHESIS_ERROR
-from kevolve.llm.parse import form_of
+from kevolve.llm.parse import fence
 from kevolve.problems.problem import Problem, dtype_name
 from kevolve.synthesis import base
 from kevolve.synthesis.base import Context, HistoryItem
@@ -83,14 +83,14 @@ def _fit(sections: list[Section], budget: int) -> None:
 
 
 def _system(context: Context, language: str) -> str:
-    fence = (form_of(language).fences or (language,))[0]
+    tag = fence(context.form(language), language)
     return (
         f"You are an expert performance engineer writing {language} compute kernels for {context.target.name} "
         f"({context.target.description}). A search harness compiles your kernel, checks it against PyTorch on "
         "fresh random inputs at several shapes, times it against PyTorch and profiles it. Correctness comes "
         "first; then speed. Computing the result by calling PyTorch or a vendor library is rejected: write the "
         "computation yourself.\n\n"
-        f"Answer with exactly one fenced ```{fence} code block holding the complete kernel file, following the "
+        f"Answer with exactly one fenced ```{tag} code block holding the complete kernel file, following the "
         "kernel file contract below, then at most three sentences on what you changed and why.\n"
         "Integer constants the search should tune for you may be marked with their legal values, e.g. "
         "`BLOCK = 256  # kevolve: tune 64, 128, 256, 512` (Python) or "
@@ -202,8 +202,8 @@ def _kernels_to_show(context: Context) -> list[str]:
         best = context.best if context.memory_op == base.COMBINE else (ranked[0] if ranked else None)
         if best is not None and all(best.node_id != s.node_id for s in shown):
             shown.append(best)
-    fence = lambda item: (form_of(item.language).fences or (item.language,))[0]
-    return [f"### node {item.node_id} ({item.language})\n```{fence(item)}\n{item.source.rstrip()}\n```"
+    return [f"### node {item.node_id} ({item.language})\n```{fence(context.form(item.language), item.language)}\n"
+            f"{item.source.rstrip()}\n```"
             for item in shown if item.source and item.status != SYNTHESIS_ERROR]
 
 

@@ -76,7 +76,7 @@ class LLMSynthesizer(Synthesizer):
         trace.update(response=completion.text, usage=usage, stop_reason=completion.stop_reason)
         self.tokens_used += completion.input_tokens + completion.output_tokens
         try:
-            source, prose = extract_kernel(completion.text, language)
+            source, prose = extract_kernel(completion.text, language, context.form(language))
         except MalformedAnswer as exc:
             cut = " (the answer was cut off at the token limit: write a shorter kernel)" \
                 if completion.stop_reason in CUT_OFF else ""

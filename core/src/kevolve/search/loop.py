@@ -49,6 +49,7 @@ class Search:
         self.knowledge = knowledge
         self.facts = target.backend.facts(target.spec)
         self.recipes = target.backend.recipes(target.spec)
+        self.forms = target.language_forms()
         self.tree = Tree()
         self.best_fitness = 0.0
         self.since_improvement = 0
@@ -177,7 +178,7 @@ class Search:
             hints=self.docs.hints(signals) if self.knowledge else {},
             history=history, parent=parent.history_item() if parent is not None else None, diagnosis=diagnosis,
             best=best.history_item() if best is not None else None, recipes=self.recipes, seeds=self.seeds,
-            skills=self.skills, contract=self.docs.contract(self.target.spec.name, language),
+            skills=self.skills, contract=self.docs.contract(self.target.spec.name, language), forms=self.forms,
         )
 
 

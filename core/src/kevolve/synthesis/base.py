@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kevolve.backend.toolchain import LanguageForm
 from kevolve.diagnosis import Diagnosis
 from kevolve.knowledge import Passage
 from kevolve.problems.problem import Problem
@@ -90,6 +91,11 @@ class Context:
     skills: list[Skill] = field(default_factory=list)
     #: the kernel file contract for the target and language, in full (docs passages marked ``contract``)
     contract: list[Passage] = field(default_factory=list)
+    #: language -> how its kernel files look, from the target's toolchains (see backend.toolchain.LanguageForm)
+    forms: dict[str, LanguageForm] = field(default_factory=dict)
+
+    def form(self, language: str) -> LanguageForm:
+        return self.forms.get(language, LanguageForm())
 
 
 class Synthesizer(ABC):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from kevolve.backend import Backend, BuildResult, KernelFn, Runner, Toolchain
+from kevolve.backend import Backend, BuildResult, KernelFn, LanguageForm, Runner, Toolchain
 from kevolve.backend.runner import load_kernel_module
 from kevolve.target import TargetSpec, load_target_spec
 
@@ -17,6 +17,10 @@ def toy_spec() -> TargetSpec:
 
 class NumpyToolchain(Toolchain):
     language = "numpy"
+    #: how its kernel files look: kevolve tells a `.py` file of this language by its import, and checks an LLM's
+    #: answer for the entry point
+    form = LanguageForm(imports="import numpy", fences=("python", "py"), entry=r"(?m)^def\s+kernel\s*\(",
+                        entry_words="a module-level function `def kernel(inputs, outputs)`", python=True)
     #: regex -> reason: ways of handing the work to a library that this language makes easy
     forbidden_patterns = {r"\bnp\.(dot|matmul|einsum)\b": "hands the work to BLAS"}
 
