@@ -24,6 +24,7 @@ import kevolve
 from kevolve.cli import main
 from kevolve.errors import StoreError
 from kevolve.harness.evaluation import Evaluation, Speedup, Timing
+from kevolve.search.config import SearchConfig
 from kevolve.store import SCHEMA_VERSION, NodeRecord, Store
 
 TESTS = Path(__file__).parent
@@ -47,7 +48,7 @@ def node(node_id: int, fitness: float = 2.0) -> NodeRecord:
 def new_session(store: Store) -> str:
     return store.create_session(problem_key="relu:k", problem_name="relu", family="pointwise",
                                 problem_spec={"kind": "catalog", "op": "relu"}, target="fake",
-                                toolchain="pyfake 1", seed=0, config={"budget": 1})
+                                toolchain="pyfake 1", seed=0, config=SearchConfig(budget=1))
 
 
 def spawn(code: str, *args: str, **env: str) -> subprocess.Popen:
@@ -164,7 +165,7 @@ def test_every_earlier_schema_migrates(fake_plugin, fast_harness, tmp_path, vers
     assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (
         str(SCHEMA_VERSION),)
     old = store.session("0123456789ab")
-    assert old.status == "done" and old.best_fitness == 2.0 and old.config == {"budget": 1}
+    assert old.status == "done" and old.best_fitness == 2.0 and old.config == SearchConfig(budget=1)
     assert [(n.node_id, n.note, n.evaluation.fitness) for n in store.nodes(old.id)] == [(1, "an old node", 2.0)]
     if version >= 2:
         assert store.nodes(old.id)[0].trace == {"prompt": "p", "response": "r"}

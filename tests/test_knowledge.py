@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kevolve.knowledge import DocsRegistry, Signals, parse_passage
+from kevolve.knowledge import KnowledgeBase, Signals, parse_passage
 from kevolve.plugins import get_manager
+from kevolve.registry import DocsRegistry
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 
 
@@ -13,12 +14,12 @@ def doc(meta: str, text: str = "body") -> str:
     return f"+++\n{meta}\n+++\n{text}\n"
 
 
-def registry(tmp_path, files: dict[str, str]) -> DocsRegistry:
+def registry(tmp_path, files: dict[str, str]) -> KnowledgeBase:
     for name, content in files.items():
         (tmp_path / name).write_text(content)
     reg = DocsRegistry()
     reg.add_pack("t", tmp_path)
-    return reg
+    return reg.knowledge
 
 
 def test_front_matter_is_required_and_checked():
@@ -54,9 +55,10 @@ def test_hints_prefer_specific_passages_and_skip_conflicts(tmp_path):
 
 
 def test_installed_packs_load_cleanly_and_cover_three_categories():
-    docs = get_manager().docs
-    assert docs.errors == []
-    assert {"core", "cpu"} <= set(docs.packs)
+    manager = get_manager()
+    assert manager.docs.errors == []
+    assert {"core", "cpu"} <= set(manager.docs.packs)
+    docs = manager.knowledge
     assert {p.category for p in docs.passages} == {"correctness", "guidance", "hardware"}
     cpu = docs.retrieve(Signals(target="cpu", language="cpp", family="row_softmax", diagnosis="compute-bound"))
     assert any(p.pack == "cpu" for p in cpu) and any(p.pack == "core" for p in cpu)
@@ -85,6 +87,6 @@ def test_a_docs_pack_can_be_left_out_to_measure_what_it_is_worth(monkeypatch):
     from kevolve.plugins import build_manager
 
     monkeypatch.setenv("KEVOLVE_DISABLE_DOCS_PACKS", "cpu, nosuchpack")
-    docs = build_manager().docs
-    assert "cpu" not in docs.packs and docs.disabled == ["cpu"] and "core" in docs.packs
-    assert not any(p.pack == "cpu" for p in docs.passages)
+    manager = build_manager()
+    assert "cpu" not in manager.docs.packs and manager.docs.disabled == ["cpu"] and "core" in manager.docs.packs
+    assert not any(p.pack == "cpu" for p in manager.knowledge.passages)

@@ -13,13 +13,14 @@ from kevolve.diagnosis import Diagnosis
 from kevolve.errors import KevolveError
 from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation, Speedup, Timing
-from kevolve.knowledge import DocsRegistry, Signals, parse_passage
+from kevolve.knowledge import KnowledgeBase, Signals, parse_passage
 from kevolve.llm.client import ChatClient, Completion, LLMSettings
 from kevolve.llm.parse import MalformedAnswer, extract_kernel
 from kevolve.llm.prompt import TRUNCATED, build_prompt
 from kevolve.llm.synthesizer import LLMSynthesizer
 from kevolve.plugins import get_manager
 from kevolve.problems.catalog import CatalogProblem
+from kevolve.search.config import SearchConfig
 from kevolve.search.tree import Tree
 from kevolve.skills import distill
 from kevolve.store import NodeRecord, Store
@@ -213,7 +214,7 @@ def test_tunable_knobs_are_a_schedule_space_the_template_synthesizer_moves():
 def test_a_skill_names_the_change_its_effect_and_the_diagnosis_it_answered(tmp_path):
     store = Store(tmp_path / "s.sqlite")
     sid = store.create_session(problem_key="k", problem_name="softmax", family="row_softmax", problem_spec={},
-                               target="toy", toolchain="t1", seed=0, config={})
+                               target="toy", toolchain="t1", seed=0, config=SearchConfig())
     rows = [(1, 0, {"ROWS": 1, "VEC": 4}, ok(1.0, "latency-bound")), (2, 1, {"ROWS": 8, "VEC": 4}, ok(1.6)),
             (3, 1, {"ROWS": 2, "VEC": 4}, failed(ev.WRONG, "bad"))]
     for node_id, parent, params, evaluation in rows:
@@ -227,7 +228,7 @@ def test_a_skill_names_the_change_its_effect_and_the_diagnosis_it_answered(tmp_p
 # --- retrieval --------------------------------------------------------------------------------------------
 
 def test_bm25_ranks_by_the_signals_words_and_never_crosses_targets():
-    docs = DocsRegistry()
+    docs = KnowledgeBase()
     docs.passages = [passage("Shared memory bank conflicts", "pad the tile to avoid bank conflicts"),
                      passage("Vector loads", "use 16 byte vector loads for bandwidth"),
                      passage("Other chip", "bank conflicts on another chip", targets=["other"]),
@@ -246,7 +247,7 @@ def test_bm25_ranks_by_the_signals_words_and_never_crosses_targets():
 def test_trajectory_records_validate_and_the_schema_rejects_a_broken_one(tmp_path):
     store = Store(tmp_path / "s.sqlite")
     sid = store.create_session(problem_key="k", problem_name="softmax", family="row_softmax", problem_spec={},
-                               target="toy", toolchain="t1", seed=0, config={})
+                               target="toy", toolchain="t1", seed=0, config=SearchConfig())
     trace = {"prompt": {"system": "s", "user": "u", "sections": [{"title": "Task", "chars": 1, "items": 1,
                                                                   "dropped": 0}]},
              "response": "```cpp\n...```", "usage": {"input_tokens": 10, "output_tokens": 5, "attempts": 2}}

@@ -27,10 +27,10 @@ def evaluate(name, harness, op="softmax", **kw):
     ("partial.cpp", "wrong_result", "never written"),
     ("modifies_input.cpp", "rejected", "modifies its input"),
     ("hangs.cpp", "timeout", "no result after 15 s"),
-    ("kills_process.cpp", "crash", "killed by signal SIGKILL"),
+    ("kills_process.cpp", "crash", "killed by signal SIGSEGV"),
     ("cached_result.cpp", "wrong_result", "stale result"),
     ("calls_torch.cpp", "rejected", "includes PyTorch headers"),
-    ("calls_torch_hidden.cpp", "rejected", "calls external code to compute: _ZN2at8_softmax"),
+    ("calls_torch_hidden.cpp", "rejected", "outside its language's contract: links _ZN2at8_softmax"),
 ])
 def test_cheat_is_rejected_with_a_named_reason(name, status, reason, harness):
     ev = evaluate(name, harness)

@@ -35,7 +35,7 @@ def test_docs_pack_parses_and_hints_name_real_knobs():
     manager = get_manager()
     assert "mtia_sim" in manager.docs.packs and not manager.docs.errors
     registered = manager.target(TARGET)
-    passages = [p for p in manager.docs.passages if p.pack == "mtia_sim"]
+    passages = [p for p in manager.knowledge.passages if p.pack == "mtia_sim"]
     assert len(passages) >= 8 and all(p.targets for p in passages)
     for passage in passages:
         for family in passage.families if passage.hints else ():
@@ -48,7 +48,7 @@ def test_docs_pack_parses_and_hints_name_real_knobs():
                 values = values if isinstance(values, list) else [values]
                 assert set(values) & set(knobs[name]) or name == "MAX_BLOCK", (passage.path, name, values)
     # target-specific: never retrieved for another target
-    assert not [p for p in manager.docs.retrieve(Signals(target="nvidia_h100", language="triton", family="pointwise"))
+    assert not [p for p in manager.knowledge.retrieve(Signals(target="nvidia_h100", language="triton", family="pointwise"))
                 if p.pack == "mtia_sim"]
 
 

@@ -39,7 +39,7 @@ def test_op_correct_and_simulated(op, interpret):
     problem = catalog_problem(op, dims=SMALL.get(family))
     recipes = [r for r in registered.backend.recipes(registered.spec) if r.supports(problem)]
     assert recipes, f"no Triton recipe supports {op}"
-    hints = manager.docs.hints(Signals(target=TARGET, language="triton", family=problem.family))
+    hints = manager.knowledge.hints(Signals(target=TARGET, language="triton", family=problem.family))
     gen = torch.Generator().manual_seed(1)
     for recipe in recipes:
         space = recipe.space(problem, registered.spec.facts)

@@ -20,8 +20,10 @@ from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.paths import default_store_path
 from kevolve.plugins import get_manager
 from kevolve.problems.problem import Problem
+from kevolve.problems.rebuild import problem_from_spec
 from kevolve.registry import RegisteredTarget
 from kevolve.result import OptimizeResult
+from kevolve.search.config import SearchConfig
 from kevolve.search.loop import Budget, Progress, Search
 from kevolve.search.strategy import STRATEGIES
 from kevolve.skills import record as record_skill
@@ -124,9 +126,9 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
             return _result(st, problem, name, hit[0].id, from_store=True)
     manager = get_manager()
     manager.synthesizers.create(synthesizer)  # a missing key or plugin fails here, before a session exists
-    config = {"budget": budget, "time_budget_s": time_budget_s, "target_speedup": target_speedup, "search": search,
-              "synthesizer": synthesizer, "baselines": list(baselines), "batch": batch, "stall": stall,
-              "knowledge": knowledge, "skills": skills}
+    config = SearchConfig(budget=budget, time_budget_s=time_budget_s, target_speedup=target_speedup, search=search,
+                          synthesizer=synthesizer, baselines=tuple(baselines), batch=batch, stall=stall,
+                          knowledge=knowledge, skills=skills)
     session_id = st.create_session(problem_key=problem.key(), problem_name=problem.name, family=problem.family,
                                    problem_spec=problem.to_spec(), target=name, toolchain=toolchain, seed=seed,
                                    config=config)
@@ -137,8 +139,6 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
 def resume(session_id: str, store: str | Path | Store | None = None, *, budget: int | None = None,
            harness: HarnessConfig | None = None, progress: Progress | None = None) -> OptimizeResult:
     """Continue a session that was interrupted (or extend a finished one with a larger ``budget``)."""
-    from kevolve.problems.problem import problem_from_spec
-
     arguments.name("session_id", session_id, "3f2a9c1b7d4e")
     arguments.store_like(store)
     if budget is not None:
@@ -150,10 +150,8 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
     if toolchain != session.toolchain:
         raise KevolveError(f"session {session.id} was run with toolchain {session.toolchain!r}, this machine has "
                            f"{toolchain!r}; its timings do not carry over. Start a new session instead.")
-    problem = problem_from_spec(session.problem_spec)
-    config = dict(session.config)
-    if budget is not None:
-        config["budget"] = budget
+    problem = problem_from_spec(session.problem_spec, get_manager().ops.get)
+    config = session.config if budget is None else replace(session.config, budget=budget)
     records = [n for n in st.nodes(session.id) if n.memory_op != "final"]
     st.claim(session.id)
     return _run(st, problem, registered, session.id, session.seed, config, records, harness or HarnessConfig(),
@@ -162,27 +160,26 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
 
 def session_result(session_id: str, store: str | Path | Store | None = None) -> OptimizeResult:
     """A stored session's result (best kernel, search tree, final timings), as :func:`optimize` returned it."""
-    from kevolve.problems.problem import problem_from_spec
-
     st = _open_store(store, readonly=True)
     session = st.session(session_id)
-    return _result(st, problem_from_spec(session.problem_spec), session.target, session.id, from_store=True)
+    return _result(st, problem_from_spec(session.problem_spec, get_manager().ops.get), session.target, session.id,
+                   from_store=True)
 
 
 def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: str, seed: int,
-         config: dict[str, Any], records: list[NodeRecord], harness: HarnessConfig, progress: Progress | None,
+         config: SearchConfig, records: list[NodeRecord], harness: HarnessConfig, progress: Progress | None,
          seeds: list[tuple[str, dict]]) -> OptimizeResult:
     manager = get_manager()
-    budget = Budget(candidates=config["budget"], time_s=config["time_budget_s"],
-                    target_speedup=config["target_speedup"], batch=config["batch"], stall=config["stall"])
+    budget = Budget(candidates=config.budget, time_s=config.time_budget_s, target_speedup=config.target_speedup,
+                    batch=config.batch, stall=config.stall)
     toolchain = registered.backend.toolchain_version(registered.spec)
     lessons = relevant_skills(st, problem.name, problem.family, registered.spec.name, toolchain) \
-        if config.get("skills", True) else []
+        if config.skills else []
     seeds = seeds + [(s.recipe, s.parameters) for s in lessons if s.recipe]
-    search = Search(problem=problem, target=registered, synthesizer=manager.synthesizers.create(config["synthesizer"]),
-                    strategy=STRATEGIES[config["search"]](), budget=budget, harness=harness, store=st,
-                    session_id=session_id, seed=seed, docs=manager.docs, seeds=seeds, skills=lessons,
-                    knowledge=config.get("knowledge", True), progress=progress or (lambda event: None))
+    search = Search(problem=problem, target=registered, synthesizer=manager.synthesizers.create(config.synthesizer),
+                    strategy=STRATEGIES[config.search](), budget=budget, harness=harness, store=st,
+                    session_id=session_id, seed=seed, docs=manager.knowledge, seeds=seeds, skills=lessons,
+                    knowledge=config.knowledge, progress=progress or (lambda event: None))
     search.replay(records)
     with st.beating(session_id):  # the store can tell this session runs, not killed
         try:
@@ -198,7 +195,7 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
         if best is not None:
             (progress or (lambda e: None))({"kind": "final", "node": best.id})
             final = evaluate_candidate(best.candidate, problem, registered.spec.name,
-                                       replace(harness, baselines=tuple(config["baselines"]),
+                                       replace(harness, baselines=config.baselines,
                                                repeats=harness.repeats * 2))
             st.add_node(session_id, NodeRecord(
                 node_id=st.next_node_id(session_id), parent_id=best.id, memory_op="final",

@@ -211,7 +211,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     sessions = _open_store(args.store, readonly=True).sessions(args.limit)
     if args.json:
-        print(json.dumps([vars(s) for s in sessions], indent=2, default=str))
+        print(json.dumps([{**vars(s), "config": s.config.to_dict()} for s in sessions], indent=2, default=str))
         return 0
     table = Table(title="sessions")
     for column in ("session", "problem", "target", "status", "best", "stop reason"):
@@ -231,16 +231,16 @@ def cmd_docs_search(args: argparse.Namespace) -> int:
     signals = Signals(target=target, language=args.language or "", family=args.family or "",
                       diagnosis=args.diagnosis or "", query=args.query)
     categories = tuple(args.category) if args.category else CATEGORIES
-    hits = manager.docs.search(signals, limit=args.limit, categories=categories)
-    contract = manager.docs.contract(target, args.language) if target and args.language else []
+    hits = manager.knowledge.search(signals, limit=args.limit, categories=categories)
+    contract = manager.knowledge.contract(target, args.language) if target and args.language else []
     if args.json:
-        print(json.dumps({"ranking": manager.docs.ranking, "contract": [f"{p.pack}/{p.path}" for p in contract],
+        print(json.dumps({"ranking": manager.knowledge.ranking, "contract": [f"{p.pack}/{p.path}" for p in contract],
                           "hits": [{"pack": h.passage.pack, "path": h.passage.path, "title": h.passage.title,
                                     "category": h.passage.category, "score": h.score, "bm25": h.bm25,
                                     "similarity": h.similarity, "matched_tags": list(h.matched_tags),
                                     "matched_words": list(h.matched_words)} for h in hits]}, indent=2))
         return 0
-    out.print(f"ranking: {manager.docs.ranking}; {len(manager.docs.passages)} passages in "
+    out.print(f"ranking: {manager.knowledge.ranking}; {len(manager.knowledge.passages)} passages in "
               f"{len(manager.docs.packs)} packs ({', '.join(manager.docs.packs)})")
     if contract:
         out.print("always sent with prompts (kernel file contract): "

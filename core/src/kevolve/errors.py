@@ -19,6 +19,10 @@ class UnknownTargetError(KevolveError):
     pass
 
 
+class DuplicateNameError(KevolveError):
+    """Two plugins register the same target, op, docs pack or synthesizer name; the message names both."""
+
+
 class TargetUnusableError(KevolveError):
     """The target's plugin is installed, but its toolchain or device is missing on this machine."""
 

@@ -3,7 +3,9 @@
 Plugins are pip distributions with an entry point in the ``kevolve`` group naming a module that implements
 some of these hooks. Core's own ops and docs come in through the same hooks (:mod:`kevolve.builtin`).
 Hooks may gain arguments over time but are never renamed or removed; an implementation declares only the
-arguments it uses.
+arguments it uses, and pluggy, which calls every hook (:mod:`kevolve.plugins`), hands it only those. The
+registries (:mod:`kevolve.registry`) share one rule: a name or alias a second plugin registers is an error that
+names both plugins.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from kevolve.knowledge import DocsRegistry
-    from kevolve.problems.catalog import OpRegistry
-    from kevolve.registry import SynthesizerRegistry, TargetRegistry
+    from kevolve.registry import DocsRegistry, OpRegistry, SynthesizerRegistry, TargetRegistry
 
 hookspec = pluggy.HookspecMarker("kevolve")
 hookimpl = pluggy.HookimplMarker("kevolve")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -104,23 +104,21 @@ def parse_passage(pack: str, path: str, content: str) -> Passage:
     )
 
 
-def _walk(root: Traversable | Path, prefix: str = ""):
+def pack_files(root: Traversable | Path, prefix: str = "") -> Iterator[tuple[str, Traversable | Path]]:
+    """(path inside the pack, file) of every Markdown file under a pack's root, in a stable order."""
     for child in sorted(root.iterdir(), key=lambda c: c.name):
         if child.is_dir():
-            yield from _walk(child, f"{prefix}{child.name}/")
+            yield from pack_files(child, f"{prefix}{child.name}/")
         elif child.name.endswith(".md"):
             yield f"{prefix}{child.name}", child
 
 
-class DocsRegistry:
-    """Every passage of every installed pack. Handed to the ``kevolve_register_docs`` hook."""
+class KnowledgeBase:
+    """Every passage of every installed pack, and retrieval over them. The packs come in through
+    :class:`kevolve.registry.DocsRegistry`, which the ``kevolve_register_docs`` hook is handed."""
 
     def __init__(self) -> None:
         self.passages: list[Passage] = []
-        self.packs: list[str] = []
-        self.errors: list[str] = []
-        #: packs left out by ``KEVOLVE_DISABLE_DOCS_PACKS``
-        self.disabled: list[str] = []
         #: optional semantic ranker; None: lexical ranking only
         self.embedder: Embedder | None = None
         #: how passages are ranked here, in words (``kevolve docs search`` shows it)
@@ -128,16 +126,13 @@ class DocsRegistry:
         self._bm25: BM25Okapi | None = None
         self._vectors: list[Sequence[float]] | None = None
 
-    def add_pack(self, name: str, root: Traversable | Path) -> None:
-        if name in disabled_packs():
-            self.disabled.append(name)
-            return
-        self.packs.append(name)
-        for path, entry in _walk(root):
-            try:
-                self.passages.append(parse_passage(name, path, entry.read_text(encoding="utf-8")))
-            except (ValueError, tomllib.TOMLDecodeError) as exc:
-                self.errors.append(str(exc))
+    def add(self, passages: Sequence[Passage]) -> None:
+        self.passages.extend(passages)
+        self._bm25 = self._vectors = None
+
+    def drop(self, packs: Collection[str]) -> None:
+        """Forget the passages of ``packs`` (their plugin failed after registering them)."""
+        self.passages = [p for p in self.passages if p.pack not in packs]
         self._bm25 = self._vectors = None
 
     def search(self, signals: Signals, limit: int = 8, categories: tuple[str, ...] = CATEGORIES) -> list[Hit]:

@@ -1,7 +1,8 @@
 """Plugin discovery and the process-wide plugin manager.
 
 Entry points in the ``kevolve`` group are loaded one at a time: a plugin that fails to import or to register
-is recorded with its error (``kevolve targets`` shows it) and the others still load. Discovery is
+is recorded with its error (``kevolve targets`` shows it, and asking for a target or op it provides names it)
+and the others still load. Hooks are called through pluggy, one plugin at a time. Discovery is
 controllable: ``KEVOLVE_DISABLE_PLUGIN_AUTOLOAD=1`` loads no entry points, ``KEVOLVE_PLUGINS=mod1,mod2``
 loads modules by name (handy for testing a plugin before packaging it).
 """
@@ -12,7 +13,6 @@ import importlib
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata, resources
 from types import ModuleType
@@ -21,59 +21,79 @@ from typing import Any
 import pluggy
 
 from kevolve import hookspecs
-from kevolve.knowledge import DocsRegistry, local_embedder
-from kevolve.problems.catalog import OpRegistry
-from kevolve.registry import RegisteredTarget, SynthesizerRegistry, TargetRegistry
+from kevolve.knowledge import KnowledgeBase, local_embedder
+from kevolve.registry import (NOT_A_PLUGIN, DocsRegistry, OpRegistry, PluginFailure, RegisteredTarget,
+                              RegistrationLog, Registry, SynthesizerRegistry, TargetRegistry)
 
 ENTRY_POINT_GROUP = "kevolve"
 
 
-@dataclass
-class PluginFailure:
-    plugin: str
-    error: str
-    detail: str
-
-
-@dataclass
 class Manager:
-    pm: pluggy.PluginManager
-    targets: TargetRegistry = field(default_factory=TargetRegistry)
-    ops: OpRegistry = field(default_factory=OpRegistry)
-    docs: DocsRegistry = field(default_factory=DocsRegistry)
-    synthesizers: SynthesizerRegistry = field(
-        default_factory=lambda: SynthesizerRegistry(lambda name: known_distribution(name, "synthesizers")))
-    failures: list[PluginFailure] = field(default_factory=list)
-    #: importable names of plugins registered in this process, so worker processes can load the same set
-    modules: list[str] = field(default_factory=list)
+    """The plugins of one process and what they registered: targets, ops, docs packs (into :attr:`knowledge`)
+    and synthesizers; plugins that failed to load are in :attr:`failures`."""
 
-    def register(self, plugin: Any, name: str | None = None) -> None:
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+        self.log = RegistrationLog()
+        self.targets = TargetRegistry(self.log, known_distribution)
+        self.ops = OpRegistry(self.log)
+        self.knowledge = KnowledgeBase()
+        self.docs = DocsRegistry(self.knowledge, self.log)
+        self.synthesizers = SynthesizerRegistry(self.log, lambda name: known_distribution(name, "synthesizers"))
+        #: importable names of plugins registered in this process, so worker processes can load the same set
+        self.modules: list[str] = []
+
+    @property
+    def failures(self) -> list[PluginFailure]:
+        return self.log.failures
+
+    def registries(self) -> dict[str, Registry]:
+        """Each registration hook, in the order they run for a plugin, with the registry it fills."""
+        return {"kevolve_register_targets": self.targets, "kevolve_register_ops": self.ops,
+                "kevolve_register_docs": self.docs, "kevolve_register_synthesizers": self.synthesizers}
+
+    def hook_arguments(self, hook: str) -> dict[str, Any]:
+        """What ``hook`` is called with. A hook that gains an argument gains it here: pluggy hands each
+        implementation only the arguments it declares, so plugins written before it keep working."""
+        return {"registry": self.registries()[hook]}
+
+    def register(self, plugin: Any, name: str | None = None, distribution: str | None = None) -> None:
         """Register a plugin (module or object with hook implementations) and run its registration hooks.
-        Errors become :class:`PluginFailure` records rather than exceptions."""
+        A failure becomes a :class:`PluginFailure` record rather than an exception, and the plugin is withdrawn
+        whole: nothing it registered before failing stays."""
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        # registering what is already there fails in pluggy; undoing that would remove the earlier registration
+        fresh = not (self.pm.is_registered(plugin) or self.pm.has_plugin(name))
         try:
             self.pm.register(plugin, name=name)
             self.pm.check_pending()
             self._run_hooks(plugin, name)
         except Exception as exc:  # a broken plugin must not take kevolve down with it
-            if self.pm.is_registered(plugin):
-                self.pm.unregister(plugin)
-            self.failures.append(PluginFailure(name, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            withdrawn: set[tuple[str, str]] = set()
+            if fresh:
+                if self.pm.is_registered(plugin):
+                    self.pm.unregister(plugin)
+                withdrawn = {(registry.kind, spelling) for registry in self.registries().values()
+                             for spelling in registry.withdraw(name)}
+            self.log.failures.append(PluginFailure(name, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                                                   distribution, withdrawn))
             return
         if isinstance(plugin, ModuleType):
             self.modules.append(plugin.__name__)
 
     def _run_hooks(self, plugin: Any, name: str) -> None:
-        self.targets.current_plugin = name
-        for hook, registry in (("kevolve_register_targets", self.targets), ("kevolve_register_ops", self.ops),
-                               ("kevolve_register_docs", self.docs),
-                               ("kevolve_register_synthesizers", self.synthesizers)):
-            impl = getattr(plugin, hook, None)
-            if impl is not None:
-                impl(registry=registry)
+        """Each hook through pluggy's caller for this plugin alone: the plugins registered before it ran theirs
+        when they were registered, and a failure here is this plugin's."""
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        self.log.current = name
+        try:
+            for hook in self.registries():
+                self.pm.subset_hook_caller(hook, others)(**self.hook_arguments(hook))
+        finally:
+            self.log.current = NOT_A_PLUGIN
 
     def target(self, name: str) -> RegisteredTarget:
-        return self.targets.resolve(name, known_distribution)
+        return self.targets.resolve(name)
 
     def usable_target(self, name: str) -> RegisteredTarget:
         """The target, if kernels for it can be built and run here; otherwise an error saying why."""
@@ -98,13 +118,14 @@ def known_distribution(target: str, table: str = "distributions") -> str | None:
     return None
 
 
-def _load_module(manager: Manager, module_name: str, label: str) -> None:
+def _load_module(manager: Manager, module_name: str, label: str, distribution: str | None = None) -> None:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        manager.failures.append(PluginFailure(label, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        manager.failures.append(PluginFailure(label, f"{type(exc).__name__}: {exc}", traceback.format_exc(),
+                                              distribution))
         return
-    manager.register(module, name=label)
+    manager.register(module, name=label, distribution=distribution)
 
 
 def build_manager(extra_modules: list[str] | None = None) -> Manager:
@@ -115,10 +136,11 @@ def build_manager(extra_modules: list[str] | None = None) -> Manager:
     from kevolve import builtin
 
     manager.register(builtin, name="kevolve.builtin")
-    manager.docs.embedder, manager.docs.ranking = local_embedder()
+    manager.knowledge.embedder, manager.knowledge.ranking = local_embedder()
     if os.environ.get("KEVOLVE_DISABLE_PLUGIN_AUTOLOAD", "") not in ("1", "true", "yes"):
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            _load_module(manager, ep.value, f"{ep.name} ({ep.dist.name if ep.dist else ep.value})")
+            distribution = ep.dist.name if ep.dist else None
+            _load_module(manager, ep.value, f"{ep.name} ({distribution or ep.value})", distribution)
     requested = [m for m in os.environ.get("KEVOLVE_PLUGINS", "").split(",") if m.strip()]
     for module_name in [*requested, *(extra_modules or [])]:
         if module_name.strip() not in manager.modules:

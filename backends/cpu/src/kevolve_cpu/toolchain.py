@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -15,15 +14,14 @@ from pathlib import Path
 from kevolve.backend.toolchain import BuildResult, LanguageForm, Toolchain
 from kevolve.errors import CompileError
 
+from kevolve_cpu.linkage import outside_contract
+
 INCLUDE_DIR = str(resources.files("kevolve_cpu").joinpath("include"))
 # -fno-trapping-math and -fno-math-errno change no computed value; they let branch-free float code vectorize
 CXXFLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-fno-trapping-math",
             "-fno-math-errno", "-fstack-usage", "-fvisibility=hidden")
 COMPILE_TIMEOUT_S = 120
 
-#: undefined symbols that mean the library hands its computation to someone else
-FOREIGN_SYMBOLS = re.compile(r"^(cblas_|[sdcz]gemm_?$|[sdcz]gemv_?$|mkl_|dnnl_|_ZN2at|_ZN5torch|_ZN3c10|Py|_Py|"
-                             r"dlopen|dlsym|system$|popen$|execv|fork$)")
 
 
 def find_compiler() -> str | None:
@@ -75,7 +73,7 @@ class CppToolchain(Toolchain):
             self._compile_into(workdir, source, repro)
         _prepare_launch()
         return BuildResult(language=self.language, artifact=str(lib), command=repro,
-                           resources=_resources(workdir, lib), foreign_calls=_foreign_symbols(lib))
+                           resources=_resources(workdir, lib), foreign_calls=outside_contract(lib))
 
     def _compile_into(self, workdir: Path, source: str, repro: str) -> None:
         """Compile in a private directory, then move the results in (the stamp last): builds of the same source
@@ -123,15 +121,6 @@ def _resources(workdir: Path, lib: Path) -> dict[str, float]:
             if len(parts) >= 2 and parts[1].strip().isdigit():
                 frames.append(int(parts[1]))
     return {"max_stack_frame_bytes": float(max(frames)), "library_bytes": float(lib.stat().st_size)}
-
-
-def _foreign_symbols(lib: Path) -> list[str]:
-    nm = shutil.which("nm")
-    if nm is None:
-        return []
-    out = subprocess.run([nm, "-D", "--undefined-only", str(lib)], capture_output=True, text=True).stdout
-    symbols = [line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()]
-    return sorted({s for s in symbols if FOREIGN_SYMBOLS.match(s)})
 
 
 class NumbaToolchain(Toolchain):

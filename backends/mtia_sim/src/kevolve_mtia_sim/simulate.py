@@ -37,7 +37,7 @@ def simulate_file(workdir: Path, task_name: str = TASK) -> dict[str, Any]:
     import torch
     from kevolve.backend.runner import load_kernel_module
     from kevolve.plugins import adopt_bootstrap
-    from kevolve.problems.problem import problem_from_spec
+    from kevolve.problems.rebuild import problem_from_spec
     from kevolve_triton.capture import require_launch
     from kevolve_triton.runner import _widen_bf16_dots
 
@@ -45,9 +45,10 @@ def simulate_file(workdir: Path, task_name: str = TASK) -> dict[str, Any]:
     from kevolve_mtia_sim.chip import Chip
 
     task = json.loads((workdir / task_name).read_text())
-    registered = adopt_bootstrap(task["bootstrap"]).target(task["target"])
+    manager = adopt_bootstrap(task["bootstrap"])
+    registered = manager.target(task["target"])
     chip = Chip.from_facts(registered.spec.facts)
-    problem = problem_from_spec(task["problem"])
+    problem = problem_from_spec(task["problem"], manager.ops.get)
     inputs = problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))
     outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in problem.output_specs(inputs)]
     _widen_bf16_dots()

@@ -15,13 +15,12 @@ def main(path: str) -> int:
     import torch
     from kevolve.backend.toolchain import BuildResult
     from kevolve.plugins import adopt_bootstrap
-    from kevolve.problems.problem import problem_from_spec
+    from kevolve.problems.rebuild import problem_from_spec
 
     from kevolve_nvidia.cuda_runner import NvidiaGpuRunner
 
     task = json.loads(Path(path).read_text())
-    adopt_bootstrap(task["bootstrap"])
-    problem = problem_from_spec(task["problem"])
+    problem = problem_from_spec(task["problem"], adopt_bootstrap(task["bootstrap"]).ops.get)
     inputs = [t.cuda() for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
     outputs = [torch.empty(shape, dtype=dtype, device="cuda") for shape, dtype in problem.output_specs(inputs)]
     kernel = NvidiaGpuRunner().load(BuildResult(language=task["language"], artifact=task["artifact"]))

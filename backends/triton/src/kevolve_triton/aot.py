@@ -22,15 +22,16 @@ def compile_launches(workdir: Path) -> list[dict[str, Any]]:
     import triton
     from kevolve.backend.runner import load_kernel_module
     from kevolve.plugins import adopt_bootstrap
-    from kevolve.problems.problem import problem_from_spec
+    from kevolve.problems.rebuild import problem_from_spec
     from triton.compiler import ASTSource
 
     from kevolve_triton.capture import capture_launches
 
     task = json.loads((workdir / TASK).read_text())
-    registered = adopt_bootstrap(task["bootstrap"]).target(task["target"])
+    manager = adopt_bootstrap(task["bootstrap"])
+    registered = manager.target(task["target"])
     backend, spec = registered.backend, registered.spec
-    problem = problem_from_spec(task["problem"])
+    problem = problem_from_spec(task["problem"], manager.ops.get)
     inputs = problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))
     outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in problem.output_specs(inputs)]
     _, kernel = load_kernel_module(str(workdir / "kernel.py"))

@@ -23,7 +23,8 @@ class BuildResult:
     log: str = ""
     #: resource usage the toolchain can see (registers, spills, stack or shared memory bytes, ...)
     resources: dict[str, float] = field(default_factory=dict)
-    #: external functions the artifact calls that do computation for it (BLAS, libtorch, ...): grounds to reject
+    #: what the artifact links or defines outside its language's contract, in words ("links dlsym", "defines
+    #: clock_gettime"): a library doing the work for it or reaching outside the harness; grounds to reject
     foreign_calls: list[str] = field(default_factory=list)
 
 

@@ -298,7 +298,7 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
     broken: dict[str, str] = {}
     for key, source in sources.items():
         toolchain = toolchains[languages[key]]
-        findings = forbidden_uses(source, toolchain.forbidden_patterns)
+        findings = forbidden_uses(source, toolchain.forbidden_patterns, python=toolchain.form.python)
         if findings:
             broken[key] = "rejected: not a kernel: " + "; ".join(findings)
             continue
@@ -314,7 +314,7 @@ def check_op(name: str, registered: Any, cache: ResultCache | None, db: list[Any
             broken[key] = f"compile error: {exc.args[0]}" + (f": {log[0]}" if log else "")
             continue
         if build.foreign_calls:
-            broken[key] = "rejected: calls external code to compute: " + ", ".join(build.foreign_calls[:8])
+            broken[key] = "rejected: outside its language's contract: " + "; ".join(build.foreign_calls[:8])
             continue
         builds[key] = asdict(build)
     # run the runnable cases in one isolated worker

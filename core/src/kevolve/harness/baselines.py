@@ -74,11 +74,10 @@ def compile_within_limit(problem_spec: dict, bootstrap: dict, device: str, basel
 
 def main(path: str) -> int:
     from kevolve.plugins import adopt_bootstrap
-    from kevolve.problems.problem import problem_from_spec
+    from kevolve.problems.rebuild import problem_from_spec
 
     task = json.loads(Path(path).read_text())
-    adopt_bootstrap(task["bootstrap"])
-    problem = problem_from_spec(task["problem"])
+    problem = problem_from_spec(task["problem"], adopt_bootstrap(task["bootstrap"]).ops.get)
     inputs = [t.to(task["device"]) for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
     compiled_reference(problem, task["baseline"])(*inputs)
     if task["device"].startswith("cuda"):

@@ -32,6 +32,9 @@ class HarnessConfig:
     repeats: int = 15
     #: minimum length of one timing sample
     sample_s: float = 0.002
+    #: after each round's timed kernel calls, how long the worker watches its other threads for work still
+    #: going on (see harness/watch.py)
+    quiet_s: float = 0.01
     baselines: tuple[str, ...] = ("eager",)
     #: a correct candidate whose timings were disturbed (see evaluation.DISTURBED_SPREAD) is evaluated again up
     #: to this many times
@@ -83,7 +86,7 @@ def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, con
     started = time.perf_counter()
     registered = get_manager().target(target_name)
     toolchain = registered.backend.toolchain(registered.spec, candidate.language)
-    problems = forbidden_uses(candidate.source, toolchain.forbidden_patterns)
+    problems = forbidden_uses(candidate.source, toolchain.forbidden_patterns, python=toolchain.form.python)
     if problems:
         return Evaluation(ev.REJECTED, "scan", "not a kernel: " + "; ".join(problems), {"findings": problems},
                           wall_s=time.perf_counter() - started)
@@ -97,7 +100,7 @@ def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, con
                           build_command=exc.repro, wall_s=time.perf_counter() - started)
     if build.foreign_calls:
         return Evaluation(ev.REJECTED, "compile",
-                          "not a kernel: calls external code to compute: " + ", ".join(build.foreign_calls[:8]),
+                          "not a kernel: outside its language's contract: " + "; ".join(build.foreign_calls[:8]),
                           {"foreign_calls": build.foreign_calls}, build_command=build.command,
                           resources=build.resources, wall_s=time.perf_counter() - started)
     prepare_native()  # built once here, not in each worker's timed evaluation

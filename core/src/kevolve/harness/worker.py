@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import math
 import os
+import random
 import sys
 import time
 import traceback
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kevolve.harness import baselines, checks
+from kevolve.harness import baselines, checks, watch
 from kevolve.harness import evaluation as ev
 
 #: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
@@ -113,8 +114,7 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             gen = torch.Generator().manual_seed(_seed_from_os())
             inputs = [t.to(runner.device) for t in problem.make_inputs(dims, gen)]
             pristine = [t.clone() for t in inputs]
-            expected = [t.to(runner.device) for t in problem.reference([t.clone() for t in inputs])]
-            outputs = checks.allocate_poisoned(expected, round_, runner.device)
+            outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), round_, runner.device)
             try:
                 torch_ops = call_watched(kernel, runner, inputs, outputs)
             except Rejected:
@@ -128,6 +128,8 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             modified = checks.changed_inputs(pristine, inputs, names)
             if modified:
                 raise Rejected(ev.REJECTED, "correctness", f"modifies its input: {modified}", {"dims": dims})
+            # the answer is computed after the kernel's call: while it runs there is none in this process to find
+            expected = [t.to(runner.device) for t in problem.reference(pristine)]
             tol = problem.tolerance(problem.dtype)
             for index, (out, ref) in enumerate(zip(outputs, expected)):
                 bad = checks.compare(out, ref, tol, round_)
@@ -156,21 +158,33 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
 def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
                    task: dict[str, Any]) -> tuple[dict, dict, dict, Callable, list]:
     """Timings and speedups of the kernel against the asked baselines, the baselines left untimed (with the
-    reason), the kernel's thunk and the tensors it uses."""
+    reason), the kernel's thunk and the tensors it uses.
+
+    What is timed is the op a user gets (result.as_torch_op()): output shapes, allocation (as eager pays it), any
+    read that sizes an output, and the launch. Round by round, the kernel's sample, then the baselines', on fresh
+    inputs each round and sample lengths that vary at random: a kernel that behaves while checked and cheats
+    while timed (by the outputs' poison, by counting calls, by seeing an input again) is caught by the check of
+    each round's last timed call, whose outputs are copied the moment the sample ends and compared with the
+    reference computed after it; a thread still computing after the call returned is caught by watching the
+    process's other threads for a moment; a child process started while timed, by looking for one."""
     from kevolve.delivery.op import op_name, register_kernel
 
-    dims = problem.dims
-    gen = torch.Generator().manual_seed(_seed_from_os())
-    inputs = [t.to(runner.device) for t in problem.make_inputs(dims, gen)]
-    expected = [t.to(runner.device) for t in problem.reference(inputs)]
-    outputs = checks.allocate_poisoned(expected, 0, runner.device)
-    # the op a user gets (result.as_torch_op()): the timed call is theirs, output shapes, allocation (as eager
-    # pays it), any read that sizes an output, and the launch
     op = register_kernel(problem, kernel, runner.device, op_name(problem, task["target"], task["source_hash"]),
                          graphs="not checked (the harness's copy of the op)")
-    caller = inputs[: len(inputs) - len(problem.extra_inputs())]
+    gen = torch.Generator().manual_seed(_seed_from_os())
+    inputs: list[torch.Tensor] = []
+    caller: list[torch.Tensor] = []
+    returned: list[Any] = [None]
 
-    thunks: dict[str, Callable] = {"kernel": lambda: op(*caller), "eager": lambda: problem.reference(inputs)}
+    def draw() -> None:
+        inputs[:] = [t.to(runner.device) for t in problem.make_inputs(problem.dims, gen)]
+        caller[:] = inputs[: len(inputs) - len(problem.extra_inputs())]
+
+    def run_kernel() -> None:
+        returned[0] = op(*caller)
+
+    draw()
+    thunks: dict[str, Callable] = {"kernel": run_kernel, "eager": lambda: problem.reference(inputs)}
     untimed: dict[str, str] = {}
     for name in config["baselines"]:
         if name not in baselines.COMPILE_MODES:
@@ -184,27 +198,78 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
         compiled = baselines.compiled_reference(problem, name)
         thunks[name] = lambda compiled=compiled: compiled(*inputs)
     inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items()}
-    samples = runner.time_interleaved(thunks, repeats=config["repeats"], inner=inner)
+    known_children = watch.children()
+    rng = random.Random(_seed_from_os())
+    tol = problem.tolerance(problem.dtype)
+    baselines_only = {name: thunk for name, thunk in thunks.items() if name != "kernel"}
+    samples: dict[str, list[float]] = {name: [] for name in thunks}
+    for round_ in range(config["repeats"]):
+        if round_:
+            draw()
+        lengths = {name: max(1, round(n * rng.uniform(0.75, 1.25))) for name, n in inner.items()}
+        got = runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": lengths["kernel"]})
+        outputs = [o.clone() for o in _as_list(returned[0])]
+        busy = watch.other_threads_busy(config["quiet_s"])
+        if busy:
+            raise Rejected(ev.REJECTED, "timing", f"a thread of the process kept computing for {busy * 1e3:.1f} ms "
+                           "after the kernel's timed calls returned: its work was not done when the clock stopped",
+                           {"busy_s": busy})
+        started = watch.children() - known_children
+        if started:
+            raise Rejected(ev.REJECTED, "timing", f"started a process while timed (pids {sorted(started)})")
+        for index, (out, ref) in enumerate(zip(outputs, problem.reference(inputs))):
+            bad = checks.compare(out, ref.to(runner.device), tol, 1)
+            if bad is not None:
+                raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
+                               "calls were right: it computes only while checked)", {**bad, "output": index})
+        got.update(runner.time_interleaved(baselines_only, repeats=1,
+                                           inner={name: lengths[name] for name in baselines_only}))
+        for name, values in got.items():
+            samples[name] += values
     timings = {name: ev.Timing.of(s) for name, s in samples.items()}
     speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
-    return timings, speedups, untimed, thunks["kernel"], [inputs, outputs]
+    return timings, speedups, untimed, run_kernel, [inputs, _as_list(returned[0])]
+
+
+def _check_process(clocks: dict[str, Any], stage: str, children: bool = True) -> None:
+    """The candidate left the clocks the timing reads as they were, and (before any baseline is compiled, whose
+    compile workers are the worker's children too) started no process."""
+    changed = watch.changed_clocks(clocks)
+    if changed:
+        raise Rejected(ev.REJECTED, stage, f"changes the clock: {', '.join(changed)} was replaced",
+                       {"clocks": changed})
+    started = watch.children() if children else set()
+    if started:
+        raise Rejected(ev.REJECTED, stage, f"started a process that is still running (pids {sorted(started)})",
+                       {"pids": sorted(started)})
+
+
+def _as_list(outputs: Any) -> list[torch.Tensor]:
+    return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+
+
+def _shaped(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> list[torch.Tensor]:
+    """Meta tensors of these shapes and dtypes: what the outputs will be, with no values."""
+    return [torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in specs]
 
 
 def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
     from kevolve.backend.profiler import ProfileRequest, roofline_floor
     from kevolve.backend.toolchain import BuildResult
     from kevolve.plugins import adopt_bootstrap
-    from kevolve.problems.problem import dtype_name, problem_from_spec
+    from kevolve.problems.problem import dtype_name
+    from kevolve.problems.rebuild import problem_from_spec
 
     started = time.perf_counter()
     manager = adopt_bootstrap(task["bootstrap"])
     registered = manager.target(task["target"])
     backend, spec = registered.backend, registered.spec
-    problem = problem_from_spec(task["problem"])
+    problem = problem_from_spec(task["problem"], manager.ops.get)
     runner = backend.runner(spec)
     build = BuildResult(**task["build"])
     config = task["config"]
     result: dict[str, Any] = {"resources": build.resources}
+    clocks = watch.clock_identity()
     try:
         report("load")
         try:
@@ -213,6 +278,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
                            {"traceback": traceback.format_exc()})
         check_correctness(problem, kernel, runner, config, report)
+        _check_process(clocks, "correctness")
         timed, note = backend.timing(spec)
         if not config["time"] or not timed:
             if not timed:
@@ -222,6 +288,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         with exclusive_device(runner.device):
             report("timing")
             timings, speedups, untimed, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config, task)
+            _check_process(clocks, "timing", children=False)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
             nbytes = problem.bytes_moved(problem.dims, inputs, outputs, facts.memory_granule_bytes)

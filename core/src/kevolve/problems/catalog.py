@@ -1,7 +1,8 @@
 """The problem catalog: named ops with a reference, an input generator, shapes, and a roofline model.
 
-Ops are registered through the same hook as third-party ones (``kevolve_register_ops``); core's own ops live
-in :mod:`kevolve.problems.ops` and are registered by core's built-in plugin.
+Ops are registered through the same hook as third-party ones (``kevolve_register_ops``, into a
+:class:`kevolve.registry.OpRegistry`); core's own ops live in :mod:`kevolve.problems.ops` and are registered by
+core's built-in plugin.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import torch
 
-from kevolve.errors import ProblemError, UnknownOpError
+from kevolve.errors import ProblemError
 from kevolve.problems.attrs import AttrRule, check_attrs
 from kevolve.problems.problem import DTYPES, Dims, Problem, Tolerance, canonical_dtype, dtype_name
 
@@ -53,38 +54,8 @@ class OpDef:
                            list[tuple[tuple[int, ...], torch.dtype]]] | None = None
 
 
-class OpRegistry:
-    """Name -> OpDef, with aliases. Handed to the ``kevolve_register_ops`` hook."""
-
-    def __init__(self) -> None:
-        self._ops: dict[str, OpDef] = {}
-        self._aliases: dict[str, str] = {}
-
-    def add(self, op: OpDef) -> None:
-        if op.name in self._ops:
-            raise ProblemError(f"op {op.name!r} is registered twice")
-        self._ops[op.name] = op
-        for alias in op.aliases:
-            self._aliases[alias] = op.name
-
-    def get(self, name: str) -> OpDef:
-        key = self._aliases.get(name, name)
-        if key not in self._ops:
-            import difflib
-
-            close = difflib.get_close_matches(name, list(self._ops) + list(self._aliases), n=3)
-            hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise UnknownOpError(
-                f"unknown op {name!r}.{hint} `kevolve ops` lists the catalog; a PyTorch module can be given as a "
-                "KernelBench-format file (PROBLEM.py with class Model, get_inputs, get_init_inputs)."
-            )
-        return self._ops[key]
-
-    def names(self) -> list[str]:
-        return sorted(self._ops)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._ops or name in self._aliases
+#: an op by name or alias, e.g. the plugin manager's ``ops.get`` (:class:`kevolve.registry.OpRegistry`)
+OpLookup = Callable[[str], OpDef]
 
 
 class CatalogProblem(Problem):
@@ -157,10 +128,9 @@ class CatalogProblem(Problem):
                 "attrs": self.attrs}
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> CatalogProblem:
-        from kevolve.plugins import get_manager
-
-        return cls(get_manager().ops.get(spec["op"]), spec.get("dims"), spec.get("dtype"), spec.get("attrs"))
+    def from_spec(cls, spec: dict[str, Any], ops: OpLookup) -> CatalogProblem:
+        """The problem :meth:`to_spec` described, its op found by ``ops`` (the problem knows no plugin manager)."""
+        return cls(ops(spec["op"]), spec.get("dims"), spec.get("dtype"), spec.get("attrs"))
 
 
 def parse_dims(items: Sequence[str]) -> Dims:

@@ -14,8 +14,9 @@ import torch
 import torch.nn.functional as F
 
 from kevolve.problems.attrs import AttrRule
-from kevolve.problems.catalog import OpDef, OpRegistry
+from kevolve.problems.catalog import OpDef
 from kevolve.problems.problem import Dims
+from kevolve.registry import OpRegistry
 from kevolve.synthesis.expr import POINTWISE, REDUCTIONS
 
 Attrs = dict[str, Any]

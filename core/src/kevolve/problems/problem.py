@@ -147,7 +147,8 @@ class Problem(ABC):
 
     @abstractmethod
     def to_spec(self) -> dict[str, Any]:
-        """A JSON-serialisable description from which :func:`problem_from_spec` rebuilds this problem."""
+        """A JSON-serialisable description from which :func:`kevolve.problems.rebuild.problem_from_spec`
+        rebuilds this problem."""
 
     def key(self) -> str:
         """Store key: op signature + shapes + dtypes. Two problems with the same key are the same work."""
@@ -161,26 +162,3 @@ class Problem(ABC):
 
 def _dims_text(dims: Dims) -> str:
     return "x".join(f"{k}={v}" for k, v in dims.items())
-
-
-def problem_from_spec(spec: dict[str, Any]) -> Problem:
-    kind = spec.get("kind")
-    if kind == "catalog":
-        from kevolve.problems.catalog import CatalogProblem
-
-        return CatalogProblem.from_spec(spec)
-    if kind == "kernelbench":
-        from kevolve.problems.kernelbench import KernelBenchProblem
-
-        return KernelBenchProblem.from_spec(spec)
-    if kind == "callable":
-        from kevolve.problems.callable import CallableProblem
-
-        return CallableProblem.from_spec(spec)
-    if kind == "conformance":
-        from kevolve.conformance.kernel import ConformanceProblem
-
-        return ConformanceProblem.from_spec(spec)
-    from kevolve.errors import ProblemError
-
-    raise ProblemError(f"unknown problem kind {kind!r} in spec {spec!r}")

@@ -11,7 +11,7 @@ from typing import Any
 from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation, evidence_text
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
-from kevolve.knowledge import DocsRegistry, Signals
+from kevolve.knowledge import KnowledgeBase, Signals
 from kevolve.problems.problem import Problem
 from kevolve.registry import RegisteredTarget
 from kevolve.search.strategy import Strategy
@@ -40,7 +40,7 @@ class Budget:
 class Search:
     def __init__(self, *, problem: Problem, target: RegisteredTarget, synthesizer: Synthesizer, strategy: Strategy,
                  budget: Budget, harness: HarnessConfig, store: Store, session_id: str, seed: int,
-                 docs: DocsRegistry, seeds: list[tuple[str, dict]] | None = None, skills: list[Skill] | None = None,
+                 docs: KnowledgeBase, seeds: list[tuple[str, dict]] | None = None, skills: list[Skill] | None = None,
                  knowledge: bool = True, progress: Progress = lambda event: None) -> None:
         self.problem, self.target, self.synthesizer, self.strategy = problem, target, synthesizer, strategy
         self.budget, self.harness, self.store, self.session_id, self.seed = budget, harness, store, session_id, seed

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kevolve.harness.evaluation import Evaluation
+from kevolve.search.config import SearchConfig
 
 
 @dataclass
@@ -35,7 +36,8 @@ class SessionRecord:
     target: str
     toolchain: str
     seed: int
-    config: dict[str, Any]
+    #: read from older sessions too, whose stored settings lack the newer keys (see SearchConfig.from_dict)
+    config: SearchConfig
     #: running, done, failed, interrupted, or dead: stored as running but its process is gone
     status: str
     stop_reason: str

@@ -19,6 +19,7 @@ from typing import Any
 
 from kevolve.errors import StoreError
 from kevolve.harness.evaluation import Evaluation
+from kevolve.search.config import SearchConfig
 from kevolve.store.opening import open_for_reading, open_for_writing, write_failure
 from kevolve.store.owner import Heartbeat, Owner, owner_alive
 from kevolve.store.records import NodeRecord, SessionRecord
@@ -59,13 +60,13 @@ class Store:
     # --- sessions ---------------------------------------------------------------------------------------
 
     def create_session(self, *, problem_key: str, problem_name: str, family: str, problem_spec: dict, target: str,
-                       toolchain: str, seed: int, config: dict) -> str:
+                       toolchain: str, seed: int, config: SearchConfig) -> str:
         """A new session, running and owned by this process."""
         session_id = uuid.uuid4().hex[:12]
         now = time.time()
         me = Owner.me()
         values = (session_id, now, now, problem_key, problem_name, family, json.dumps(problem_spec), target,
-                  toolchain, seed, json.dumps(config), "running", "", None, 0.0, me.pid, me.host, now)
+                  toolchain, seed, json.dumps(config.to_dict()), "running", "", None, 0.0, me.pid, me.host, now)
         with self.transaction() as db:
             db.execute(f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
                        f"({', '.join('?' * len(SESSION_COLUMNS))})", values)
@@ -207,7 +208,8 @@ class Store:
 def _session(row: tuple) -> SessionRecord:
     """A stored row; "running" becomes "dead" when its owner is gone."""
     record = SessionRecord(**dict(zip(SESSION_COLUMNS, row)))
-    record.problem_spec, record.config = json.loads(record.problem_spec), json.loads(record.config)
+    record.problem_spec = json.loads(record.problem_spec)
+    record.config = SearchConfig.from_dict(json.loads(record.config))
     if record.status == "running" and not owner_alive(record.owner_pid, record.owner_host, record.heartbeat,
                                                       time.time()):
         owner = f"pid {record.owner_pid} on {record.owner_host}" if record.owner_pid else "an older kevolve"

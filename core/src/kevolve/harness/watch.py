@@ -1,0 +1,81 @@
+"""What the worker watches in its own process while a candidate runs: the other threads' CPU time, child
+processes, and the clocks the timing reads. Mechanisms, not word lists: a kernel that leaves work running after
+its call returned, starts a process, or replaces a clock is caught by what it does, however it is spelled.
+
+Linux's /proc gives each thread's run time in nanoseconds (``schedstat``); where it is missing, nothing is
+watched there and the timed calls' output checks still hold.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+#: a thread (other than the one that called the kernel) busy for more than this share of the quiet window after
+#: the kernel's timed calls is still working for it. The window starts after a settling wait as long as itself:
+#: OpenMP and PyTorch thread pools spin for a few milliseconds after a parallel region before they sleep (3-4 ms
+#: of a 10 ms window on the 2-core dev VM).
+BUSY_SHARE = 0.3
+
+
+def _thread_run_ns() -> dict[int, int]:
+    """Run time in ns of each thread of this process but the calling one."""
+    me = threading.get_native_id()
+    times = {}
+    for task in Path("/proc/self/task").iterdir() if Path("/proc/self/task").exists() else []:
+        if int(task.name) == me:
+            continue
+        try:
+            times[int(task.name)] = int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return times
+
+
+def other_threads_busy(window_s: float) -> float:
+    """Seconds of CPU the busiest other thread of this process used during ``window_s`` of waiting (after as long
+    a settling wait), if more than :data:`BUSY_SHARE` of it; 0.0 when the process was quiet."""
+    time.sleep(window_s)
+    before = _thread_run_ns()
+    time.sleep(window_s)
+    after = _thread_run_ns()
+    busiest = max((after[tid] - before.get(tid, 0) for tid in after), default=0) / 1e9
+    return busiest if busiest > BUSY_SHARE * window_s else 0.0
+
+
+def children() -> set[int]:
+    """Pids of this process's live children (zombies included: they were started all the same)."""
+    me, found = os.getpid(), set()
+    for entry in Path("/proc").iterdir() if Path("/proc").exists() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.add(int(entry.name))
+    return found
+
+
+def clock_identity() -> dict[str, Any]:
+    """The clock functions the timing reads, by name: a candidate that replaces one (``time.perf_counter =
+    ...``) makes its time whatever it likes."""
+    clocks: dict[str, Any] = {f"time.{name}": getattr(time, name)
+                              for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time",
+                                           "time_ns", "process_time", "thread_time")}
+    import torch
+
+    clocks.update({"torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+                   "torch.cuda.Event.record": torch.cuda.Event.record,
+                   "torch.cuda.synchronize": torch.cuda.synchronize})
+    return clocks
+
+
+def changed_clocks(before: dict[str, Any]) -> list[str]:
+    """The clocks of ``before`` that are no longer the same objects."""
+    now = clock_identity()
+    return [name for name, clock in before.items() if now.get(name) is not clock]

@@ -1,0 +1,72 @@
+"""Issue 32: kernels that fake their speed or borrow someone else's computation, one or more per class, each
+rejected by a mechanism (not a word list) with the rule that fired; and honest kernels that the old word scan
+wrongly refused pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kevolve
+from kevolve.harness.pipeline import HarnessConfig
+
+CHEATS = Path(__file__).parent.parent / "kernels" / "cheats"
+
+
+@pytest.fixture
+def harness(tmp_path):
+    return HarnessConfig(timeout_s=60, repeats=5, sample_s=0.001, workdir=str(tmp_path / "builds"))
+
+
+#: a line of a cheat that stands for a shared file, and that file: the honest part the cheats have in common
+SHARED = {'#include "softmax_rows.inc"': "softmax_rows.inc", "from softmax_rows import softmax_rows": "softmax_rows.py"}
+
+
+def evaluate(name: str, harness: HarnessConfig):
+    """The cheat, with the honest softmax it shares inlined (a kernel file stands alone), through the harness."""
+    lines = (CHEATS / name).read_text().splitlines(keepends=True)
+    source = "".join((CHEATS / SHARED[line.strip()]).read_text() if line.strip() in SHARED else line for line in lines)
+    path = harness_dir(harness) / name
+    path.write_text(source)
+    return kevolve.evaluate(path, "softmax", target="cpu", harness=harness, dims={"rows": 64, "cols": 256}).evaluation
+
+
+def harness_dir(harness: HarnessConfig) -> Path:
+    path = Path(harness.workdir).parent / "kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.mark.parametrize("name, status, reason", [
+    # class 1: honest while checked, cheating while timed
+    ("skips_unpoisoned.cpp", "wrong_result", "a timed call's output"),
+    ("counts_calls.cpp", "wrong_result", "a timed call's output"),
+    ("background_thread.cpp", "rejected", "links _ZNSt6thread"),
+    ("slows_the_baseline.py", "rejected", "kept computing"),
+    # class 2: changing the clock
+    ("patches_clock.cpp", "rejected", "defines clock_gettime"),
+    ("patches_timer.py", "rejected", "changes the clock: time.perf_counter"),
+    # class 3: borrowed computation
+    ("dlsym_lookup.cpp", "rejected", "dlvsym"),
+    # class 4: escaping the worker
+    ("forks_child.cpp", "rejected", "fork"),
+])
+def test_a_cheat_is_rejected_by_the_rule_it_breaks(name, status, reason, harness):
+    ev = evaluate(name, harness)
+    assert (ev.status, reason in ev.reason) == (status, True), (ev.status, ev.stage, ev.reason)
+    assert ev.fitness == 0.0
+
+
+def test_a_kernel_cannot_read_the_reference_output_from_its_own_process(harness):
+    """Class 5: the reference is computed after the kernel's call, so there is nothing to find and copy (the
+    scan of its own memory it would need also links functions the contract does not allow)."""
+    ev = evaluate("reads_reference.cpp", harness)
+    assert ev.status in ("rejected", "runtime_error"), (ev.status, ev.reason)
+    assert ev.fitness == 0.0
+
+
+def test_an_honest_kernel_whose_comments_name_forbidden_calls_passes(harness):
+    """Class 8: the scan reads code, not comments."""
+    ev = evaluate("honest_with_comment.cpp", harness)
+    assert ev.status == "ok", (ev.status, ev.reason)
