@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 import kevolve
 from kevolve.harness.pipeline import HarnessConfig
@@ -49,6 +50,7 @@ def harness_dir(harness: HarnessConfig) -> Path:
     ("patches_timer.py", "rejected", "changes the clock: time.perf_counter"),
     # class 3: borrowed computation
     ("dlsym_lookup.cpp", "rejected", "dlvsym"),
+    ("ctypes_call.py", "rejected", "loads code at run time"),
     # class 4: escaping the worker
     ("forks_child.cpp", "rejected", "fork"),
 ])
@@ -56,6 +58,41 @@ def test_a_cheat_is_rejected_by_the_rule_it_breaks(name, status, reason, harness
     ev = evaluate(name, harness)
     assert (ev.status, reason in ev.reason) == (status, True), (ev.status, ev.stage, ev.reason)
     assert ev.fitness == 0.0
+
+
+def test_a_numba_kernel_letting_numpy_compute_is_rejected(harness):
+    """Class 3 in numba: no np.dot or the like in the source, but its compiled code calls the Python C API (object
+    mode), through which numpy computes; numba's BLAS wrappers behind np.dot are refused the same way."""
+    ev = evaluate("object_mode_numpy.py", harness)
+    assert ev.status == "rejected" and "calls Py" in ev.reason, (ev.status, ev.reason)
+
+
+def test_a_numba_kernel_calling_c_by_address_is_outside_its_contract(tmp_path):
+    """Class 3 in numba, where the source scan would not see it (ctypes reached without being named): a C
+    function called through ctypes is called by its address in the compiled code; honest kernels, parallel
+    ones included, call nothing of the kind."""
+    from kevolve_cpu.runner import NumbaKernel
+
+    (tmp_path / "parallel.py").write_text(PARALLEL_EXP)
+    cheat, honest = NumbaKernel(str(CHEATS / "ctypes_call.py")), NumbaKernel(str(tmp_path / "parallel.py"))
+    x = torch.randn(4, 16)
+    for kernel in (cheat, honest):
+        kernel([x], [torch.empty_like(x)])
+    assert cheat.outside_contract() == ["calls a function by its address (ctypes, cffi)"]
+    assert honest.outside_contract() == []
+
+
+PARALLEL_EXP = """
+import numba
+import numpy as np
+
+
+@numba.njit(parallel=True, cache=False)
+def kernel(x, y):
+    for r in numba.prange(x.shape[0]):
+        for c in range(x.shape[1]):
+            y[r, c] = np.exp(x[r, c])
+"""
 
 
 def test_a_kernel_cannot_read_the_reference_output_from_its_own_process(harness):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -16,6 +17,11 @@ from kevolve.backend.toolchain import BuildResult
 
 
 class KernelFn(Protocol):
+    """A loaded kernel: ``kernel(inputs, outputs)``. A loader may give it more to say, which core asks for where
+    present: ``outside_contract() -> list[str]``, once it has run, what it called outside its language's
+    contract (e.g. a numba kernel's BLAS routines); ``native_launch(build_library)``, a C function the op's
+    native per-call path launches it with (see kevolve.delivery.runtime)."""
+
     def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None: ...
 
 
@@ -27,6 +33,7 @@ def load_kernel_module(path: str, entry: str = "kernel") -> tuple[ModuleType, Ca
     return it with its entry point; a file without one is a load error that names it."""
     spec = importlib.util.spec_from_file_location(f"kevolve_kernel_{next(_module_ids)}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would: code that finds its globals by module name (numba) does
     spec.loader.exec_module(module)
     fn = getattr(module, entry, None)
     if not callable(fn):

@@ -211,8 +211,9 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
         outputs = [o.clone() for o in _as_list(returned[0])]
         busy = watch.other_threads_busy(config["quiet_s"])
         if busy:
-            raise Rejected(ev.REJECTED, "timing", f"a thread of the process kept computing for {busy * 1e3:.1f} ms "
-                           "after the kernel's timed calls returned: its work was not done when the clock stopped",
+            raise Rejected(ev.REJECTED, "timing", f"a thread of the process kept computing after the kernel's timed "
+                           f"calls returned ({busy * 1e3:.1f} ms of CPU in the last {config['quiet_s'] * 1e3:g} ms, "
+                           f"busy for {watch.BUSY_WINDOWS} windows): its work was not done when the clock stopped",
                            {"busy_s": busy})
         started = watch.children() - known_children
         if started:
@@ -279,6 +280,10 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                            {"traceback": traceback.format_exc()})
         check_correctness(problem, kernel, runner, config, report)
         _check_process(clocks, "correctness")
+        outside = getattr(kernel, "outside_contract", lambda: [])()  # what it ran, where the loader can tell
+        if outside:
+            raise Rejected(ev.REJECTED, "correctness", "not a kernel: outside its language's contract: "
+                           + "; ".join(outside[:8]), {"foreign_calls": outside})
         timed, note = backend.timing(spec)
         if not config["time"] or not timed:
             if not timed:
