@@ -45,6 +45,7 @@ def harness_dir(harness: HarnessConfig) -> Path:
     ("counts_calls.cpp", "wrong_result", "a timed call's output"),
     ("background_thread.cpp", "rejected", "links _ZNSt6thread"),
     ("slows_the_baseline.py", "rejected", "kept computing"),
+    ("thread_at_load.py", "rejected", "thread(s) when loaded"),
     # class 2: changing the clock
     ("patches_clock.cpp", "rejected", "defines clock_gettime"),
     ("patches_timer.py", "rejected", "changes the clock: time.perf_counter"),

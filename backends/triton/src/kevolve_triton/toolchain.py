@@ -101,15 +101,21 @@ class TritonToolchain(Toolchain):
             return json.loads(report_path.read_text()), repro
         report_path.unlink(missing_ok=True)
         (workdir / "aot.json").write_text(json.dumps(task, default=str))
-        try:
+        log_path = workdir / "aot.log"  # a file, not a pipe: a process the file's code leaves behind holds no
+        try:                              # pipe open that the build would wait on
             env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiles for real
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
-                                  env={**env, **ENV})
+            with open(log_path, "w") as log:
+                proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=log, timeout=COMPILE_TIMEOUT_S,
+                                      env={**env, **ENV})
         except subprocess.TimeoutExpired:
             raise CompileError(f"Triton compile ran past {COMPILE_TIMEOUT_S} s", repro=repro) from None
+        stderr = log_path.read_text(errors="replace")
         if proc.returncode != 0:
-            raise CompileError(f"Triton compile for {self.target_name} failed: {_last_error(proc.stderr)}",
-                               log=proc.stderr, repro=repro)
+            raise CompileError(f"Triton compile for {self.target_name} failed: {_last_error(stderr)}",
+                               log=stderr, repro=repro)
+        if not report_path.exists():  # the file's own code ended the process (os._exit) before the report
+            raise CompileError(f"Triton compile for {self.target_name} exited without its report: the kernel "
+                               "file's code ended the process", log=stderr, repro=repro)
         stamp_path.write_text(stamp)
         return json.loads(report_path.read_text()), repro
 

@@ -72,8 +72,9 @@ class Zygote:
             return self.exits.pop(pid, None)
 
     def finish(self, pid: int, timeout: float = 10.0) -> None:
-        """Kill the child unless its exit was already reported (then its pid may belong to someone else),
-        wait for the report and drop it, so that a later child reusing the pid is not taken for dead."""
+        """Kill the child and its process group unless its exit was already reported (then its pid may belong
+        to someone else), wait for the report and drop it, so that a later child reusing the pid is not taken
+        for dead."""
         with self.cond:
             if pid not in self.exits:
                 _kill(pid)
@@ -104,6 +105,20 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+#: the whole process group's memory is summed every this many polls (a scan of /proc, too costly to run every
+#: 20 ms beside a timed kernel); the worker's own every poll
+GROUP_POLL_EVERY = 25
+
+
+def _group_rss_bytes(leader: int) -> int:
+    """Resident memory of every process in the group ``leader`` leads: the worker and whatever it started (a
+    child holding memory counts against the cap as the worker's own would)."""
+    from kevolve.harness.watch import processes
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    return sum(int(fields[21]) * page for _, fields in processes() if len(fields) > 21 and int(fields[2]) == leader)
+
+
 def _describe_exit(status: int) -> str:
     if os.WIFSIGNALED(status):
         return f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"
@@ -115,9 +130,9 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
     fd, log_path = tempfile.mkstemp(prefix="kevolve-task-", suffix=".jsonl")
     os.close(fd)
     z = zygote(env)
-    pid = z.fork(task, log_path)
+    pid = leader = z.fork(task, log_path)
     started = time.monotonic()  # the zygote's own start-up is not the candidate's time
-    stage, offset = "start", 0
+    stage, offset, polls = "start", 0, 0
     try:
         while True:
             # the exit status is taken before the log is read: a child that wrote its result and then exited
@@ -145,23 +160,33 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
                 return {"status": ev.TIMEOUT, "stage": stage,
                         "reason": f"no result after {timeout_s:.0f} s (stuck in {stage}); the process was killed",
                         "evidence": {"timeout_s": timeout_s}, "wall_s": elapsed}
-            rss = _rss_bytes(pid)
+            polls += 1
+            rss = _group_rss_bytes(pid) if polls % GROUP_POLL_EVERY == 0 else _rss_bytes(pid)
             if rss > memory_limit_bytes:
                 return {"status": ev.CRASH, "stage": stage,
-                        "reason": f"memory blow-up: {rss / 2**30:.1f} GiB resident exceeds the "
+                        "reason": f"memory blow-up: {rss / 2**30:.1f} GiB resident (its process group) exceeds the "
                                   f"{memory_limit_bytes / 2**30:.1f} GiB cap during {stage}; the process was killed",
                         "evidence": {"rss_bytes": rss}, "wall_s": elapsed}
             time.sleep(0.02)
     finally:
         if pid:
             z.finish(pid)
+        else:  # it exited: what it left running in its group goes (a pid still in use as a group id is given
+            _kill_group(leader)  # to no new process, so the group is the child's leftovers, if any)
         os.unlink(log_path)
 
 
 def _kill(pid: int) -> None:
     """Kill the child and anything it started (it leads its own process group)."""
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
+    _kill_group(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_group(leader: int) -> None:
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -15,6 +15,7 @@ from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError
 from kevolve.harness import evaluation as ev
 from kevolve.harness.baselines import LIMITED
+from kevolve.harness.build import BuildFailed, build_isolated
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.isolation import run_isolated
 from kevolve.harness.scan import forbidden_uses
@@ -94,10 +95,14 @@ def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, con
     workdir = Path(config.workdir) / registered.spec.name / candidate.source_hash
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        build = toolchain.build(candidate.source, workdir, problem)
+        build = build_isolated(registered, candidate.language, candidate.source, workdir, problem,
+                               timeout_s=config.timeout_s, memory_limit_bytes=config.memory_limit_bytes,
+                               on_stage=on_stage)
     except CompileError as exc:
         return Evaluation(ev.COMPILE_ERROR, "compile", str(exc.args[0]), {"log": exc.log, "repro": exc.repro},
                           build_command=exc.repro, wall_s=time.perf_counter() - started)
+    except BuildFailed as exc:
+        return Evaluation(exc.status, "compile", exc.reason, exc.evidence, wall_s=time.perf_counter() - started)
     if build.foreign_calls:
         return Evaluation(ev.REJECTED, "compile",
                           "not a kernel: outside its language's contract: " + "; ".join(build.foreign_calls[:8]),

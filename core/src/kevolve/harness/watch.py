@@ -26,6 +26,12 @@ BUSY_SHARE = 0.3
 BUSY_WINDOWS = 6
 
 
+def threads() -> set[int]:
+    """Thread ids of this process (empty where /proc is missing)."""
+    task = Path("/proc/self/task")
+    return {int(entry.name) for entry in task.iterdir()} if task.exists() else set()
+
+
 def _thread_run_ns() -> dict[int, int]:
     """Run time in ns of each thread of this process but the calling one."""
     me = threading.get_native_id()
@@ -56,19 +62,30 @@ def other_threads_busy(window_s: float) -> float:
     return busiest
 
 
+def group_members() -> set[int]:
+    """Pids of the other live processes of this process's group: what it started, however deep (a grandchild
+    whose parent exited is re-parented away but stays in the group)."""
+    me, group = os.getpid(), os.getpgid(0)
+    return {pid for pid, fields in processes() if pid != me and len(fields) > 2 and int(fields[2]) == group
+            and fields[0] != "Z"}
+
+
+def processes() -> list[tuple[int, list[str]]]:
+    """Each process's pid and the fields of its /proc stat after the command name (state, ppid, pgrp, ...)."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").exists() else []:
+        if entry.name.isdigit():
+            try:
+                found.append((int(entry.name), (entry / "stat").read_text().rpartition(")")[2].split()))
+            except OSError:
+                continue
+    return found
+
+
 def children() -> set[int]:
     """Pids of this process's live children (zombies included: they were started all the same)."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir() if Path("/proc").exists() else []:
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.add(int(entry.name))
-    return found
+    me = os.getpid()
+    return {pid for pid, fields in processes() if len(fields) > 1 and int(fields[1]) == me}
 
 
 def clock_identity() -> dict[str, Any]:

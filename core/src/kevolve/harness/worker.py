@@ -273,11 +273,17 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
     clocks = watch.clock_identity()
     try:
         report("load")
+        before = watch.threads()
         try:
             kernel = runner.load(build)
         except Exception as exc:
             raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
                            {"traceback": traceback.format_exc()})
+        new_threads = watch.threads() - before
+        if new_threads:  # a thread of its own from the start: work that can go on while the clock is stopped
+            raise Rejected(ev.REJECTED, "load", f"started {len(new_threads)} thread(s) when loaded; a kernel's "
+                           "work is done by its call (threads a parallel region starts are fine)",
+                           {"threads": len(new_threads)})
         check_correctness(problem, kernel, runner, config, report)
         _check_process(clocks, "correctness")
         outside = getattr(kernel, "outside_contract", lambda: [])()  # what it ran, where the loader can tell
