@@ -17,7 +17,12 @@ __version__ = "0.1.0"
 
 
 def problem_from_callable(fn, example_inputs, name: str | None = None) -> Problem:
-    """A problem from an importable PyTorch function and example inputs (fresh values are drawn like them)."""
+    """A problem from an importable PyTorch function and example inputs (fresh values are drawn like them).
+
+    :param fn: a module-level function (the worker imports it by name) computing the outputs from the inputs
+    :param example_inputs: tensors of the shapes and dtypes to optimize for; their values are not kept
+    :param name: the problem's name in the store and the op's name; None derives it from ``fn``
+    """
     from kevolve.problems.callable import CallableProblem
 
     return CallableProblem.create(fn, list(example_inputs), name)

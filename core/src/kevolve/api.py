@@ -106,6 +106,32 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     search. ``knowledge=False`` withholds the docs packs' passages and hints; ``skills=False`` withholds what
     earlier sessions learnt: their distilled lessons and the winners on the same op at other shapes (every
     finished session still records its own).
+
+    :param op: what to optimize: a catalog op name (``kevolve ops``), the path of a KernelBench-format file, or a
+        :class:`~kevolve.Problem` (e.g. from :func:`kevolve.problem_from_callable`)
+    :param target: a target name or alias (``kevolve targets``)
+    :param budget: how many candidates to evaluate (duplicates are not evaluated and do not count)
+    :param seed: the search's seed: the same seed on the same store proposes the same candidates
+    :param store: the store's path, a ``Store``, or None for ``$KEVOLVE_STORE`` or the default
+    :param dims: the problem's sizes by name (``{"rows": 8192}``), over the op's defaults
+    :param dtype: the element type (``"bfloat16"`` or a ``torch.dtype``), over the op's default
+    :param attrs: the op's attributes (``{"dim": 0}``), over its defaults
+    :param time_budget_s: stop after this many seconds of search
+    :param target_speedup: stop once the best kernel is this many times faster than eager
+    :param search: the tree policy, ``"mcts"`` or ``"evolution"``
+    :param synthesizer: who proposes candidates: ``"template"``, ``"NAME:MODEL[,option=value]"``, or several
+        joined by ``+``
+    :param again: search even where the store already holds a solution
+    :param baselines: what the best kernel is re-timed against at the end: ``"eager"``, ``"compile"``,
+        ``"max-autotune"``
+    :param batch: candidates proposed per expansion of the tree
+    :param stall: evaluated candidates without a 1% improvement before the search restarts (a second stall ends
+        it)
+    :param knowledge: False withholds the docs packs' passages and hints from the synthesizer
+    :param skills: False withholds what earlier sessions learnt
+    :param harness: how candidates are checked and timed (time limit, memory cap, samples); None for the
+        defaults
+    :param progress: called with one event dict per step (``kind``: expand, evaluate, stage, node, ...)
     """
     dtype = arguments.problem_settings(target=target, store=store, dims=dims, dtype=dtype, attrs=attrs,
                                        baselines=baselines)
@@ -138,7 +164,14 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
 
 def resume(session_id: str, store: str | Path | Store | None = None, *, budget: int | None = None,
            harness: HarnessConfig | None = None, progress: Progress | None = None) -> OptimizeResult:
-    """Continue a session that was interrupted (or extend a finished one with a larger ``budget``)."""
+    """Continue a session that was interrupted (or extend a finished one with a larger ``budget``).
+
+    :param session_id: the session's id, or a unique prefix of it (``kevolve sessions`` lists them)
+    :param store: the store holding it (path or ``Store``); None for ``$KEVOLVE_STORE`` or the default
+    :param budget: the session's new total of evaluated candidates; None keeps its own
+    :param harness: how candidates are checked and timed; None for the defaults
+    :param progress: called with one event dict per step, as in :func:`optimize`
+    """
     arguments.name("session_id", session_id, "3f2a9c1b7d4e")
     arguments.store_like(store)
     if budget is not None:
@@ -159,7 +192,12 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
 
 
 def session_result(session_id: str, store: str | Path | Store | None = None) -> OptimizeResult:
-    """A stored session's result (best kernel, search tree, final timings), as :func:`optimize` returned it."""
+    """A stored session's result (best kernel, search tree, final timings), as :func:`optimize` returned it.
+
+    :param session_id: the session's id, or a unique prefix of it
+    :param store: the store holding it (path or ``Store``); None for ``$KEVOLVE_STORE`` or the default; it is
+        opened read-only
+    """
     st = _open_store(store, readonly=True)
     session = st.session(session_id)
     return _result(st, problem_from_spec(session.problem_spec, get_manager().ops.get), session.target, session.id,
@@ -211,6 +249,15 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
 
 @dataclass
 class EvaluateResult:
+    """What :func:`evaluate` returns: the kernel file's evaluation by the harness, with what it was judged on.
+
+    :ivar problem: the problem it was checked against
+    :ivar target: the target's canonical name
+    :ivar language: the language it was built as
+    :ivar source: the kernel file's text
+    :ivar evaluation: the verdict: status, reason and evidence, timings and speedups, resources, diagnosis
+    """
+
     problem: Problem
     target: str
     language: str
@@ -218,6 +265,7 @@ class EvaluateResult:
     evaluation: Evaluation
 
     def to_json(self) -> dict[str, Any]:
+        """The result as ``kevolve evaluate --json`` prints it (the same keys as an optimize result's)."""
         ev = self.evaluation
         speedup = ev.timings["eager"].median / ev.timings["kernel"].median if ev.correct and ev.timings else 0.0
         return {
@@ -252,7 +300,19 @@ def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, l
              dims: dict[str, int] | None = None, dtype: str | torch.dtype | None = None,
              attrs: dict[str, Any] | None = None, baselines: Sequence[str] = ("eager",),
              harness: HarnessConfig | None = None) -> EvaluateResult:
-    """Verify and time a hand-written kernel with the same harness the search uses."""
+    """Verify and time a hand-written kernel with the same harness the search uses.
+
+    :param kernel_file: the kernel file (its contract per language: the docs' "Kernel files" page)
+    :param op: the problem it computes, as for :func:`optimize`
+    :param target: the target to build and run it on
+    :param language: the kernel's language; None tells it from the file (suffix, or the import of a language
+        embedded in Python)
+    :param dims: the problem's sizes by name, over the op's defaults
+    :param dtype: the element type, over the op's default
+    :param attrs: the op's attributes, over its defaults
+    :param baselines: what it is timed against: ``"eager"``, ``"compile"``, ``"max-autotune"``
+    :param harness: how it is checked and timed; None for the defaults
+    """
     path = arguments.path("kernel_file", kernel_file)
     dtype = arguments.problem_settings(target=target, store=None, dims=dims, dtype=dtype, attrs=attrs,
                                        baselines=baselines)
@@ -277,6 +337,18 @@ def evaluate(kernel_file: str | Path, op: ProblemLike, target: str = "cpu", *, l
 
 @dataclass
 class TargetStatus:
+    """One installed target, as :func:`targets` and ``kevolve targets`` report it.
+
+    :ivar name: its canonical name
+    :ivar aliases: other names it answers to
+    :ivar description: the hardware in words
+    :ivar plugin: the plugin that registers it
+    :ivar distribution: the pip distribution that ships the plugin
+    :ivar languages: the kernel languages it builds, first the default
+    :ivar usable: whether it can build and run kernels on this machine
+    :ivar reason: why not, with what to do (empty when usable)
+    """
+
     name: str
     aliases: tuple[str, ...]
     description: str
@@ -288,7 +360,7 @@ class TargetStatus:
 
 
 def targets() -> list[TargetStatus]:
-    """Installed targets and whether each is usable here (and if not, why)."""
+    """Installed targets and whether each is usable here (and if not, why). It takes no parameters."""
     statuses = []
     for registered in get_manager().targets.all():
         try:

@@ -19,6 +19,18 @@ from kevolve.store import NodeRecord
 
 @dataclass
 class OptimizeResult:
+    """What :func:`kevolve.optimize` returns: the best kernel (source, parameters, timings, diagnosis), the ways
+    to use it (:meth:`as_torch_op`, :meth:`save`), and every node of the search that found it.
+
+    :ivar problem: the problem searched
+    :ivar target: the target's canonical name
+    :ivar session: the session's id in the store (``kevolve show SESSION``)
+    :ivar best: the fittest correct node, or the fittest node when none is correct (None before any)
+    :ivar nodes: every evaluated node, in evaluation order
+    :ivar stop_reason: why the search stopped, in words
+    :ivar from_store: True when the store already held the solution and nothing was searched
+    """
+
     problem: Problem
     target: str
     session: str
@@ -33,6 +45,7 @@ class OptimizeResult:
 
     @property
     def correct(self) -> bool:
+        """Whether the result holds a kernel that passed every check."""
         return self.best is not None and self.best.evaluation.correct
 
     @property
@@ -52,18 +65,22 @@ class OptimizeResult:
 
     @property
     def source(self) -> str:
+        """The best kernel's source (empty without one)."""
         return self.best.source if self.best else ""
 
     @property
     def language(self) -> str:
+        """The best kernel's language."""
         return self.best.language if self.best else ""
 
     @property
     def parameters(self) -> dict[str, Any]:
+        """The recipe parameters of the best kernel (empty for one written by an LLM or by hand)."""
         return dict(self.best.parameters) if self.best else {}
 
     @property
     def diagnosis(self) -> Diagnosis | None:
+        """Why the best kernel is as fast as it is (memory-, compute-, latency-bound, ...), from its profile."""
         node = self._measured
         return node.evaluation.diagnosis if node else None
 
@@ -76,6 +93,7 @@ class OptimizeResult:
         return {k: v.median for k, v in node.evaluation.timings.items() if k != "kernel"}
 
     def to_json(self) -> dict[str, Any]:
+        """The result as ``kevolve optimize --json`` prints it."""
         node = self._measured
         evaluation = node.evaluation if node else None
         return {
@@ -106,6 +124,7 @@ class OptimizeResult:
         }
 
     def summary(self) -> str:
+        """The result in a few lines: timings with spread against each baseline, resources, diagnosis, search."""
         lines = [f"{self.problem.describe()} on {self.target}  (session {self.session}"
                  f"{', from the store' if self.from_store else ''})"]
         if not self.correct:
@@ -174,7 +193,10 @@ class OptimizeResult:
         """Write a package that registers this kernel's op on import, with torch and the kernel's runtime only:
         ``pip install DIR`` (or DIR's parent on ``sys.path``), then ``import DIR`` (its name) gives ``op``, the same
         ``torch.ops.kevolve.<name>`` as :meth:`as_torch_op`, and ``kernel(inputs, outputs)``, the raw launcher.
-        ``kevolve.json`` in it holds the problem, the parameters and the measured speedups."""
+        ``kevolve.json`` in it holds the problem, the parameters and the measured speedups.
+
+        :param directory: where to write the package (created; its last component is the package's name)
+        """
         from kevolve.delivery.package import write_package
 
         best = self._require()

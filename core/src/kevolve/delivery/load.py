@@ -15,7 +15,12 @@ from kevolve.errors import KevolveError, StoreError
 
 def load(where: str | Path, store: Any = None) -> Any:
     """The op (``torch.ops.kevolve.<name>.default``) of a package written by ``result.save(DIR)``, or of the best
-    kernel of a stored session (by id or unique prefix, in ``store`` or the default store)."""
+    kernel of a stored session (by id or unique prefix, in ``store`` or the default store).
+
+    :param where: a directory written by ``result.save(DIR)``, or a session id (or unique prefix)
+    :param store: for a session: the store holding it (path or ``Store``); None for ``$KEVOLVE_STORE`` or the
+        default
+    """
     path = Path(where)
     if path.is_dir():
         if not (path / "kevolve.json").is_file() or not (path / "__init__.py").is_file():

@@ -90,6 +90,7 @@ class Problem(ABC):
 
     @property
     def attrs(self) -> dict[str, Any]:
+        """The op's attributes (``dim``, ``eps``, ...): constants of the kernel, part of the store key."""
         return dict(self._attrs)
 
     def check_dims(self) -> list[Dims]:
@@ -98,11 +99,18 @@ class Problem(ABC):
 
     @abstractmethod
     def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
-        """Fresh random inputs; every call draws new values from ``gen``."""
+        """Fresh random inputs; every call draws new values from ``gen``.
+
+        :param dims: the sizes to draw at (:attr:`dims` or one of :meth:`check_dims`)
+        :param gen: the generator the values come from (the harness seeds it)
+        """
 
     @abstractmethod
     def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        """The PyTorch reference: the truth a kernel is judged by, and the eager baseline it is timed against."""
+        """The PyTorch reference: the truth a kernel is judged by, and the eager baseline it is timed against.
+
+        :param inputs: tensors as :meth:`make_inputs` draws them (meta tensors when only shapes are wanted)
+        """
 
     def extra_inputs(self) -> list[torch.Tensor]:
         """Constant tensors appended to the caller's inputs (e.g. a module's weights), already part of what
@@ -113,7 +121,12 @@ class Problem(ABC):
                      ) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of the outputs for these inputs, computed on the host without running the op:
         by default the reference is traced on meta tensors. Ops whose output size depends on input values
-        override this and :meth:`sizing_source`; ``read`` turns a 0-d tensor they compute into a size."""
+        override this and :meth:`sizing_source`.
+
+        :param inputs: the call's inputs (only shapes and dtypes are read, unless sizes depend on values)
+        :param read: turns a 0-d tensor a value-dependent op computes into a size (``int``; a symbolic size when
+            traced)
+        """
         meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in inputs]
         return [(tuple(o.shape), o.dtype) for o in self.reference(meta)]
 
@@ -125,20 +138,37 @@ class Problem(ABC):
         return None
 
     def input_names(self, count: int) -> list[str]:
-        """Names of the caller's inputs, for a delivered op's schema."""
+        """Names of the caller's inputs, for a delivered op's schema.
+
+        :param count: how many inputs the caller passes
+        """
         return [f"x{i}" for i in range(count)]
 
     def flops(self, dims: Dims) -> float:
+        """Floating-point operations one call performs, for the roofline (0: the op moves data only).
+
+        :param dims: the sizes of the call
+        """
         return 0.0
 
     def bytes_moved(self, dims: Dims, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
                     granule: int = 1) -> float:
         """Minimum bytes a kernel must move: by default every input read once and every output written once.
         ``granule`` is the target's ``memory_granule_bytes``: ops that read scattered elements count the
-        granules they touch, since the memory moves nothing smaller."""
+        granules they touch, since the memory moves nothing smaller.
+
+        :param dims: the sizes of the call
+        :param inputs: its inputs
+        :param outputs: its outputs
+        :param granule: the target's smallest memory transaction, in bytes
+        """
         return float(sum(t.numel() * t.element_size() for t in [*inputs, *outputs]))
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
+        """How far a kernel's outputs may be from the reference's.
+
+        :param dtype: the problem's element type
+        """
         return Tolerance.for_dtype(dtype)
 
     def reference_source(self) -> str:
@@ -157,6 +187,7 @@ class Problem(ABC):
         return f"{self.name}:{dtype_name(self.dtype)}:{_dims_text(self.dims)}:{digest}"
 
     def describe(self) -> str:
+        """The problem in one line: name, sizes, dtype."""
         return f"{self.name} {_dims_text(self.dims)} {dtype_name(self.dtype)}"
 
 
