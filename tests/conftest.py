@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,14 @@ def fake_plugin():
     get_manager().register(fake_backend, name="fake_backend")
     yield get_manager()
     reset_manager()
+
+
+#: test functions the fast tier leaves out, measured (tests/list_slow_tests.py writes the list)
+SLOW = set((Path(__file__).parent / "slow_tests.txt").read_text().split())
+
+
+def pytest_collection_modifyitems(config, items):
+    """``pytest -m "not slow"`` is the edit-test loop; the full suite (CI) runs everything."""
+    for item in items:
+        if item.nodeid.split("[")[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
