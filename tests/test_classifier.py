@@ -171,3 +171,24 @@ def test_timing_on_another_model_of_the_architecture_says_so(monkeypatch, here, 
     assert ("--target nvidia_h200 describes this GPU" in said) == (here == "NVIDIA H200")  # a GH200 is no H200
     lines = Evaluation("ok", "done", timings={"kernel": Timing(1e-5, 1e-5, 1e-5, 15)}, timing_note=said).timing_lines()
     assert (f"note: {said}" in lines) == bool(note)
+
+
+def test_a_working_set_served_by_a_cache_is_judged_against_that_caches_roof():
+    """Issue 39: 94 GB/s on a working set that fits in L2 read "257% of DRAM bandwidth"; it is judged against the
+    slowest level fast enough to have served it, and never above 100% of the level it names."""
+    from kevolve.backend.profiler import ProfileRequest, roofline_metrics
+    from kevolve.llm.prompt import _result
+    from kevolve.synthesis.base import HistoryItem
+
+    facts = MachineFacts(peak_flops={"float32": 1e12}, parallel_units=8, memory=(
+        MemoryLevel("L2", 400e9, 1 << 20), MemoryLevel("L3", 150e9, 1 << 25), MemoryLevel("DRAM", 36.6e9, 1 << 34)))
+    for cold in (False, True):  # cold: the caches were flushed, yet the kernel outran DRAM
+        metrics = roofline_metrics(ProfileRequest(run=lambda: None, time_s=8e6 / 94.1e9,
+                                                  flops=0.0, bytes=8e6, dtype="float32", facts=facts,
+                                                  parameters={}, resources={}, cold_cache=cold))
+        assert metrics[d.MEMORY_LEVEL] == "L3" and metrics[d.BANDWIDTH_FRACTION] <= 1.0
+    diagnosis = RooflineClassifier().classify(metrics, facts, "roofline")
+    assert "of L3 bandwidth" in diagnosis.summary and "%" in diagnosis.summary
+    line = _result(HistoryItem(node_id=1, recipe="", language="cpp", parameters={}, fitness=1.0, status="ok",
+                               diagnosis=diagnosis, seconds=1e-4))
+    assert line.count(diagnosis.kind) == diagnosis.summary.count(diagnosis.kind) == 1, line

@@ -261,3 +261,17 @@ def test_trajectory_records_validate_and_the_schema_rejects_a_broken_one(tmp_pat
     broken = dict(records[0], reward={**records[0]["reward"], "status": "great"})
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema())
+
+
+@pytest.mark.parametrize("strategy", ["mcts", "evolution"])
+def test_a_failed_node_is_built_on_only_to_repair_it(strategy):
+    """Issue 39: "combine the strengths of node 1 and the best kernel" named a node that did not compile."""
+    from kevolve.search.strategy import STRATEGIES
+
+    tree = tree_of((0, failed(ev.COMPILE_ERROR, "compile error")), (0, ok(1.5)), (1, failed(ev.COMPILE_ERROR, "x")))
+    for node in tree.nodes.values():  # the broken kernels share the good one's recipe: crossover would be offered
+        node.visits = 3
+    picks = {STRATEGIES[strategy]().select(tree, random.Random(seed), False) for seed in range(200)}
+    for node_id, op in picks:
+        if node_id != 0 and tree.nodes[node_id].fitness <= 0:
+            assert op == base.INHERIT, (node_id, op)

@@ -68,13 +68,29 @@ def test_good_answer_round_trips(llm_server):
         assert seen.headers["anthropic-version"]
         assert body["system"] == REQUEST.system
         assert body["messages"] == [{"role": "user", "content": REQUEST.user}]
-        assert body.get("temperature") == (0.3 if client._send_temperature else None)
+        assert body["temperature"] == 0.3  # honoured even by SDK versions whose create() no longer takes it
     else:
         assert seen.path == "/v1/chat/completions"
         assert seen.headers["authorization"] == f"Bearer {OPENAI_KEY}"
         assert body["messages"] == [{"role": "system", "content": REQUEST.system},
                                     {"role": "user", "content": REQUEST.user}]
         assert body["temperature"] == 0.3
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+def test_base_url_with_or_without_v1_reaches_the_same_endpoint(llm_server, suffix):
+    llm_server.script(Text("ok"))
+    client = client_for(llm_server, base_url=llm_server.origin + suffix)
+    assert client.complete(REQUEST).text == "ok"
+    assert llm_server.requests[0].path == {"anthropic": "/v1/messages",
+                                           "openai": "/v1/chat/completions"}[llm_server.protocol]
+
+
+def test_refused_temperature_is_an_error_naming_it(llm_server):
+    """A server that refuses an option says so; the option is never dropped to make the request pass."""
+    client = client_for(llm_server, max_retries=0)
+    with pytest.raises(LLMError, match="temperature"):
+        client.complete(ChatRequest(system="s", user="u", max_tokens=10, temperature=5.0))
 
 
 def test_default_token_counts_come_from_the_server(llm_server):

@@ -140,6 +140,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                 knowledge=not args.no_knowledge, skills=not args.no_skills, progress=view)
     if args.save and result.correct:
         result.save(args.save)
+    if args.report:
+        result.report(args.report)
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
@@ -149,6 +151,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             out.print(result.source, markup=False, highlight=False)
         if args.save and result.correct:
             out.print(f"saved standalone module to {args.save}")
+        if args.report:
+            out.print(f"wrote report {args.report}")
     return 0 if result.correct else 1
 
 
@@ -203,6 +207,20 @@ def cmd_show(args: argparse.Namespace) -> int:
     out.print(table)
     if any(tokens):
         out.print(f"{sum(tokens)} tokens used by the search's LLM requests")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kevolve.api import session_result
+    from kevolve.report import report_data, write_compare, write_report
+
+    sessions = args.compare or [args.session]
+    if not sessions[0]:
+        raise KevolveError("name a session (`kevolve sessions` lists them), or several with --compare")
+    reports = [report_data(session_result(s, args.store)) for s in sessions]
+    path = args.output or ("compare" if args.compare else reports[0].session[:12]) + ".html"
+    written = write_compare(reports, path) if args.compare else write_report(reports[0], path)
+    out.print(f"wrote report {written}")
     return 0
 
 
@@ -322,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="SESSION", help="continue an interrupted session")
     p.add_argument("--save", metavar="DIR", help="write the best kernel as a standalone module")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--report", metavar="FILE.html", help="write the search as a self-contained HTML report")
     p.set_defaults(run=cmd_optimize)
 
     p = sub.add_parser("evaluate", help="verify and time a kernel file with the search's harness")
@@ -336,6 +355,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--store")
     p.set_defaults(run=cmd_show)
+
+    p = sub.add_parser("report", help="a session as a self-contained HTML report (tree, roofline, timings)")
+    p.add_argument("session", nargs="?", help="session id or unique prefix")
+    p.add_argument("-o", "--output", metavar="FILE.html", help="where to write it (default SESSION.html)")
+    p.add_argument("--compare", nargs="+", metavar="SESSION",
+                   help="one problem's sessions on several targets, side by side")
+    p.add_argument("--store")
+    p.set_defaults(run=cmd_report)
 
     p = sub.add_parser("docs", help="the knowledge base")
     docs = p.add_subparsers(dest="docs_command", required=True)

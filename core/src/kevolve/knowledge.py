@@ -8,6 +8,7 @@ A docs pack is a directory of Markdown files. Each file starts with TOML front m
     targets = ["cpu"]                # empty or absent: every target
     languages = ["cpp"]              # empty or absent: every language
     families = ["pointwise"]         # op families it speaks to; empty: all
+    dtypes = ["bfloat16"]            # problem dtypes it speaks to; empty: all
     diagnoses = ["memory-bound"]     # diagnosis classes it helps with; empty: all
     contract = false                 # true: the kernel file contract of its languages, always given in full
     [hints]                          # machine-readable advice the template synthesizer uses
@@ -49,6 +50,7 @@ class Passage:
     languages: tuple[str, ...] = ()
     families: tuple[str, ...] = ()
     diagnoses: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
     hints: dict[str, Any] = field(default_factory=dict)
     contract: bool = False
 
@@ -59,6 +61,8 @@ class Signals:
     language: str = ""
     family: str = ""
     diagnosis: str = ""
+    #: the problem's dtype ("float32"): a page about bfloat16 or integer arithmetic is no help to a float32 kernel
+    dtype: str = ""
     #: free words: the problem's name, the last compile or correctness error, a person's question
     query: str = ""
 
@@ -100,6 +104,7 @@ def parse_passage(pack: str, path: str, content: str) -> Passage:
         pack=pack, path=path, title=meta.get("title", path), category=category, text=match.group(2).strip(),
         targets=tuple(meta.get("targets", ())), languages=tuple(meta.get("languages", ())),
         families=tuple(meta.get("families", ())), diagnoses=tuple(meta.get("diagnoses", ())),
+        dtypes=tuple(meta.get("dtypes", ())),
         hints=dict(meta.get("hints", {})), contract=bool(meta.get("contract", False)),
     )
 
@@ -229,7 +234,7 @@ def _selected(passage: Passage, signals: Signals) -> bool:
     if passage.targets and signals.target not in passage.targets:
         return False
     for tags, value in ((passage.languages, signals.language), (passage.families, signals.family),
-                        (passage.diagnoses, signals.diagnosis)):
+                        (passage.diagnoses, signals.diagnosis), (passage.dtypes, signals.dtype)):
         if tags and value and value not in tags:
             return False
     if passage.diagnoses and not signals.diagnosis:

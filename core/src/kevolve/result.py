@@ -203,6 +203,16 @@ class OptimizeResult:
         info = {k: v for k, v in self.to_json().items() if k != "tree"}
         return write_package(self.problem, self.target, best.source, best.language, Path(directory), info)
 
+    def report(self, path: str | Path) -> Path:
+        """Write the search as one self-contained HTML page (tree, fitness, roofline, timing samples) that
+        opens offline; needs ``pip install 'kevolve[report]'``.
+
+        :param path: the HTML file to write (its folder is created); returned
+        """
+        from kevolve.report import report_data, write_report
+
+        return write_report(report_data(self), path)
+
     def as_torch_op(self) -> Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]:
         """The kernel as a PyTorch operator, ``torch.ops.kevolve.<name>.default`` (name from the problem, target
         and source hash): usable eagerly, in ``torch.compile(fullgraph=True)`` graphs and in ``torch.export``,

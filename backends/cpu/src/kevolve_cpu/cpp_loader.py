@@ -13,7 +13,9 @@ from pathlib import Path
 import torch
 
 KV_DTYPES = {torch.float32: 0, torch.float64: 1, torch.bfloat16: 2, torch.float16: 3, torch.int64: 4,
-             torch.int32: 5, torch.bool: 6}
+             torch.int32: 5, torch.bool: 6, torch.uint8: 7}
+#: the optional second entry point: ``int64_t kevolve_scratch_bytes(in, n_in, out, n_out)``
+SCRATCH_ENTRY = "kevolve_scratch_bytes"
 MAX_DIMS = 8
 
 
@@ -23,7 +25,7 @@ class KvTensor(ctypes.Structure):
 
 
 def _describe(tensors: list[torch.Tensor]):
-    array = (KvTensor * max(1, len(tensors)))()
+    array = (KvTensor * max(1, len(tensors)))()  # a scratch slot is described too (then filled in)
     for slot, t in zip(array, tensors):
         if not t.is_contiguous():
             raise ValueError("kevolve CPU kernels take contiguous tensors; call .contiguous() first")
@@ -56,15 +58,34 @@ class CppKernel:
                              "int64_t) entry point; declare it with KV_EXPORT") from None
         self._fn.restype = ctypes.c_int
         self._fn.argtypes = [ctypes.POINTER(KvTensor), ctypes.c_int64, ctypes.POINTER(KvTensor), ctypes.c_int64]
+        # optional: the bytes of scratch the kernel asks for (a lowered program's intermediates)
+        self._scratch = getattr(self.library, SCRATCH_ENTRY, None)
+        if self._scratch is not None:
+            self._scratch.restype = ctypes.c_int64
+            self._scratch.argtypes = self._fn.argtypes
 
     def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-        code = self._fn(_describe(inputs), len(inputs), _describe(outputs), len(outputs))
+        described_in = _describe(inputs)
+        if self._scratch is None:
+            code = self._fn(described_in, len(inputs), _describe(outputs), len(outputs))
+        else:  # the scratch buffer goes one past the outputs, as out[n_out]
+            described_out = _describe(outputs + [torch.empty(0, dtype=torch.uint8)])
+            size = self._scratch(described_in, len(inputs), described_out, len(outputs))
+            if size < 0:
+                raise RuntimeError(f"kernel declined these arguments (asked for {size} bytes of scratch)")
+            scratch = torch.empty(size, dtype=torch.uint8)
+            described_out[len(outputs)].data = scratch.data_ptr()
+            described_out[len(outputs)].shape[0] = size
+            code = self._fn(described_in, len(inputs), described_out, len(outputs))
         if code != 0:
             raise RuntimeError(f"kernel declined these arguments (returned {code})")
 
     def native_launch(self, build_library: Callable[[Path, list[Path]], Path]) -> tuple[int, int]:
         """The C function that launches this kernel from the op's native per-call path, and its state (the
-        kernel's entry point)."""
+        kernel's entry points: ``kevolve_kernel``, then ``kevolve_scratch_bytes`` or null)."""
         self._launch = ctypes.CDLL(str(launch_library(build_library)))
+        self._entries = (ctypes.c_void_p * 2)(ctypes.cast(self._fn, ctypes.c_void_p).value,
+                                              ctypes.cast(self._scratch, ctypes.c_void_p).value
+                                              if self._scratch is not None else None)
         return (ctypes.cast(self._launch.kevolve_cpu_launch, ctypes.c_void_p).value,
-                ctypes.cast(self._fn, ctypes.c_void_p).value)
+                ctypes.addressof(self._entries))

@@ -1,13 +1,22 @@
 // The C launch of a compiled kevolve CPU kernel for the op's native per-call path (kevolve/delivery/native.cpp):
-// the op's tensors described in kevolve_kernel.h's ABI, then the kernel's kevolve_kernel entry point (`state`).
+// the op's tensors described in kevolve_kernel.h's ABI, then the kernel's entry points (`state`: Entries).
 // Built against torch's headers by the delivery runtime; copied with the kernel into saved packages.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 
 #include "kevolve_kernel.h"
 
 namespace {
 
 using Entry = int (*)(const kv_tensor*, int64_t, kv_tensor*, int64_t);
+using ScratchBytes = int64_t (*)(const kv_tensor*, int64_t, const kv_tensor*, int64_t);
+
+// `state`: the kernel's entry points (cpp_loader.CppKernel.native_launch); scratch is null unless the kernel
+// asks for scratch memory (kevolve_kernel.h)
+struct Entries {
+  Entry kernel;
+  ScratchBytes scratch;
+};
 
 // kevolve_kernel.h's dtype codes, in order (cpp_loader.KV_DTYPES on the Python side)
 const c10::ScalarType kScalarTypes[] = {c10::ScalarType::Float, c10::ScalarType::Double, c10::ScalarType::BFloat16,
@@ -37,9 +46,22 @@ void describe(const at::Tensor* tensors, int64_t count, kv_tensor* described) {
 extern "C" __attribute__((visibility("default"))) int kevolve_cpu_launch(void* state, const at::Tensor* inputs,
                                                                        int64_t n_inputs, const at::Tensor* outputs,
                                                                        int64_t n_outputs) {
-  kv_tensor in[64], out[64];
+  kv_tensor in[64], out[65];
   TORCH_CHECK(n_inputs <= 64 && n_outputs <= 64, "at most 64 inputs and 64 outputs");
   describe(inputs, n_inputs, in);
   describe(outputs, n_outputs, out);
-  return reinterpret_cast<Entry>(state)(in, n_inputs, out, n_outputs);
+  const auto* entries = reinterpret_cast<const Entries*>(state);
+  at::Tensor scratch;
+  if (entries->scratch != nullptr) {  // one past the outputs, as the harness passes it
+    const int64_t bytes = entries->scratch(in, n_inputs, out, n_outputs);
+    TORCH_CHECK(bytes >= 0, "kernel declined these arguments (asked for ", bytes, " bytes of scratch)");
+    scratch = at::empty({bytes}, at::TensorOptions().dtype(at::kByte));
+    auto& s = out[n_outputs];
+    s.data = scratch.data_ptr();
+    s.ndim = 1;
+    s.shape[0] = bytes;
+    s.strides[0] = 1;
+    s.dtype = KV_UINT8;
+  }
+  return entries->kernel(in, n_inputs, out, n_outputs);
 }

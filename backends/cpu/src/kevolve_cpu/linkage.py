@@ -4,7 +4,8 @@ A word list in the source is always one spelling short (``dlvsym`` for ``dlsym``
 the linker's view is not. A kernel computes with libm, the OpenMP runtime, memory allocation and copying, the
 C++ runtime's few helpers for containers and exceptions, and the compiler's arithmetic helpers; anything else it
 links (a BLAS, libtorch, the Python C API, symbol lookup, process creation, threads, clocks, files) does
-work for it or reaches outside the harness. It exports ``kevolve_kernel`` and nothing else of its own: a library
+work for it or reaches outside the harness. It exports ``kevolve_kernel`` (and ``kevolve_scratch_bytes`` when it
+asks the harness for scratch memory) and nothing else of its own: a library
 that defines ``clock_gettime`` or ``memcpy`` would stand in for the C library.
 """
 
@@ -36,6 +37,8 @@ ALLOWED = re.compile("|".join([
 
 #: the only symbol a kernel library defines for others to call
 ENTRY = "kevolve_kernel"
+#: and the optional one that asks the harness for scratch memory (kevolve_kernel.h)
+SCRATCH_ENTRY = "kevolve_scratch_bytes"
 
 
 def outside_contract(library: Path) -> list[str]:
@@ -54,6 +57,7 @@ def outside_contract(library: Path) -> list[str]:
             name, kind = parts[-1].split("@")[0], parts[-2] if len(parts) > 1 else "U"
             if verb == "links" and not ALLOWED.match(name):
                 found.append(f"links {name}")
-            elif verb == "defines" and name != ENTRY and not (kind in "WVuv" and name.startswith("_Z")):
+            elif verb == "defines" and name not in (ENTRY, SCRATCH_ENTRY) and not (
+                    kind in "WVuv" and name.startswith("_Z")):
                 found.append(f"defines {name}")
     return sorted(set(found))

@@ -10,6 +10,7 @@ import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from kevolve.backend.toolchain import BuildResult, LanguageForm, Toolchain
 from kevolve.errors import CompileError
@@ -37,11 +38,19 @@ def _compiler_version(compiler: str) -> str:
     return out.splitlines()[0].strip() if out else compiler
 
 
+def assemble_program(program: Any, sources: list[str]) -> str:
+    """A lowered PyTorch program as one C++ kernel file (:mod:`kevolve_cpu.program_file`, imported on first use)."""
+    from kevolve_cpu.program_file import assemble
+
+    return assemble(program, sources)
+
+
 class CppToolchain(Toolchain):
     language = "cpp"
     form = LanguageForm(
         suffixes=(".cpp", ".cc", ".cxx", ".c"), fences=("cpp", "c++", "cxx", "cc", "c"), entry=r"\bkevolve_kernel\s*\(",
-        entry_words="an exported function `kevolve_kernel(const kv_tensor*, int64_t, kv_tensor*, int64_t)`")
+        entry_words="an exported function `kevolve_kernel(const kv_tensor*, int64_t, kv_tensor*, int64_t)`",
+        assemble_program=assemble_program)
     forbidden_patterns = {
         r"\bcblas_|\bsgemm_?\b|\bdgemm_?\b|<mkl|\bEigen\b|<dnnl|\bopenblas\b": "calls a BLAS/math library",
         r"#\s*include\s*<(?:torch|ATen|c10)/": "includes PyTorch headers",

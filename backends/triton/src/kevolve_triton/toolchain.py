@@ -59,11 +59,18 @@ def summarize(report: list[dict[str, Any]], lowest_is_worst: tuple[str, ...] = (
     return summary
 
 
+def assemble_program(program: Any, sources: list[str]) -> str:
+    """A lowered PyTorch program as one Triton kernel file (:mod:`kevolve_triton.program_file`, imported on first use)."""
+    from kevolve_triton.program_file import assemble
+
+    return assemble(program, sources)
+
+
 class TritonToolchain(Toolchain):
     language = "triton"
     form = LanguageForm(imports="import triton", fences=("python", "py"), entry=r"(?m)^def\s+kernel\s*\(",
                         entry_words="a module-level launcher `def kernel(inputs, outputs)` and @triton.jit kernels",
-                        python=True)
+                        python=True, assemble_program=assemble_program)
     forbidden_patterns = FORBIDDEN
 
     def __init__(self, target_name: str, compile_ahead: bool = True,

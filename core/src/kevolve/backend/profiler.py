@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kevolve import diagnosis as d
-from kevolve.target import MachineFacts
+from kevolve.target import MachineFacts, MemoryLevel
 
 
 @dataclass
@@ -48,12 +48,26 @@ class Profiler(ABC):
         """Metrics for one kernel."""
 
 
+def serving_level(facts: MachineFacts, level: MemoryLevel, achieved_bytes_per_s: float) -> MemoryLevel:
+    """The memory level a kernel's traffic came from: ``level`` (from the working set's size), unless the kernel
+    moved bytes faster than ``level`` can serve them. Then a faster level served it (the working set stayed in a
+    cache), and it is judged against the slowest level fast enough: a roof is never exceeded, so "257% of DRAM"
+    cannot be printed."""
+    if achieved_bytes_per_s <= level.bandwidth_bytes_per_s:
+        return level
+    fast_enough = [m for m in facts.memory if m.bandwidth_bytes_per_s >= achieved_bytes_per_s]
+    if fast_enough:
+        return min(fast_enough, key=lambda m: m.bandwidth_bytes_per_s)
+    return max(facts.memory, key=lambda m: m.bandwidth_bytes_per_s)
+
+
 def roofline_metrics(request: ProfileRequest) -> d.Metrics:
     """Where the kernel sits against the target's roofline, from its time and the problem's counts alone."""
     facts = request.facts
     level = facts.memory[-1] if request.cold_cache else facts.level_for(request.bytes, fill=0.5)
     peak = facts.peak_flops_for(request.dtype)
     time_s = max(request.time_s, 1e-12)
+    level = serving_level(facts, level, request.bytes / time_s)
     metrics: d.Metrics = {
         d.TIME_S: request.time_s,
         d.FLOPS: request.flops,
@@ -61,7 +75,7 @@ def roofline_metrics(request: ProfileRequest) -> d.Metrics:
         d.ACHIEVED_FLOPS: request.flops / time_s,
         d.ACHIEVED_BANDWIDTH: request.bytes / time_s,
         d.FLOPS_FRACTION: request.flops / time_s / peak,
-        d.BANDWIDTH_FRACTION: request.bytes / time_s / level.bandwidth_bytes_per_s,
+        d.BANDWIDTH_FRACTION: min(1.0, request.bytes / time_s / level.bandwidth_bytes_per_s),
         d.MEMORY_LEVEL: level.name,
         d.FLOOR_S: roofline_floor(request.flops, request.bytes, request.dtype, facts),
         d.PARALLEL_UNITS: facts.parallel_units,

@@ -38,7 +38,9 @@ def load_kernel_module(path: str, entry: str = "kernel") -> tuple[ModuleType, Ca
     fn = getattr(module, entry, None)
     if not callable(fn):
         raise ValueError(f"{path} defines no `{entry}` function")
-    return module, fn
+    from kevolve.backend.scratch import with_scratch
+
+    return module, with_scratch(module, fn) if entry == "kernel" else fn
 
 
 class Runner(ABC):

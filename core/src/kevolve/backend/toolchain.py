@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kevolve.errors import CompileError
 
@@ -45,6 +46,9 @@ class LanguageForm:
     entry_words: str = "the entry point the kernel file contract names"
     #: whether its files are Python (an answer must then parse)
     python: bool = False
+    #: writes a lowered PyTorch program (:class:`kevolve.program.lower.Program`, with one source per step as the
+    #: target's recipes wrote them) as one kernel file of this language; None: programs are not lowered to it
+    assemble_program: Callable[[Any, list[str]], str] | None = None
 
 
 class Toolchain(ABC):

@@ -2,10 +2,12 @@
 
 ``DIR/<op>__<overload>/<op>__<overload>_implementation_v1.py`` defines ``<op>__<overload>_kernel_impl(*args,
 **kwargs)`` for the ATen overload the OpInfo op dispatches (e.g. ``relu__default`` for ``nn.functional.relu``).
-Each file holds the kernel sources as generated (one per set of constant arguments seen in the samples), so it
-can be audited on its own; at run time :func:`make_impl` binds the ATen call's arguments the way the conformance
-run did, builds the matching kernel with the target's toolchain (cached) and runs it. Arguments no kernel was
-generated for raise ``NotImplementedError``.
+Beside it, one standalone package per kernel (one per set of constant arguments seen in the samples), written by
+the target's backend as ``OptimizeResult.save`` writes one: the kernel's source, its support files and a loader
+that builds it on first use. The file carries :mod:`~kevolve.conformance.portable` (binding the ATen call's
+arguments the way the conformance run did, allocating the outputs, loading the packages), so it runs with torch
+and the kernel's runtime only, no kevolve. Arguments no kernel was generated for raise ``NotImplementedError``;
+ops whose binding needs kevolve's host-side ``prepare`` step are skipped with that reason.
 
 Only what is verified is written: every OpInfo sample of the op is replayed through the exported function with
 the arguments the ATen overload itself received, and must match PyTorch. An op that dispatches no single ATen op
@@ -15,8 +17,9 @@ the reason.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
-import json
+import inspect
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +27,7 @@ from typing import Any
 
 import torch
 
+from kevolve.conformance import portable
 from kevolve.conformance import samples as sm
 from kevolve.conformance.table import OPS
 
@@ -47,89 +51,63 @@ def _aten_calls(entry: Any, sample: Any) -> list[tuple[str, tuple, dict]]:
     return calls
 
 
-def _aten_overload(name: str) -> Any:
-    """``aten.sum.dim_IntList`` -> the OpOverload."""
-    _, packet, overload = name.split(".")
-    return getattr(getattr(torch.ops.aten, packet), overload)
+def _portable_args(spec: Any) -> tuple[list[dict[str, Any]] | None, str]:
+    """The op's signature as the data :mod:`~kevolve.conformance.portable` binds with, or None and why it cannot
+    be bound without kevolve (a host-side ``prepare`` step, a list input, literals Python cannot write back)."""
+    from kevolve.conformance.samples import spec_arguments
 
-
-def _output_like(aten: str, args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    """Empty outputs shaped as the ATen overload returns them, from a run on meta tensors (shapes and dtypes
-    only: nothing is computed)."""
-    def meta(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return torch.empty_like(value, device="meta")
-        if isinstance(value, (list, tuple)):
-            return type(value)(meta(v) for v in value)
-        return value
-
-    shapes = _aten_overload(aten)(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
-    outs = list(shapes) if isinstance(shapes, (tuple, list)) else [shapes]
-    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
-    return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
-
-
-def make_impl(op: str, target: str, sources: dict[str, str], language: str,
-              aten: str) -> Callable[..., Any]:
-    """The BackendBench entry point for ``op``'s kernels: ``impl(self, *args, **kwargs)`` of the ATen overload
-    ``aten``."""
-    spec = OPS[op]
-    loaded: dict[str, Any] = {}
-
-    def kernel_for(key: str) -> Any:
-        if key not in loaded:
-            from kevolve.harness.pipeline import HarnessConfig
-            from kevolve.plugins import get_manager
-            from kevolve.synthesis.base import Candidate
-
-            registered = get_manager().target(target)
-            source = sources[key]
-            workdir = Path(HarnessConfig().workdir) / registered.spec.name / Candidate(source, language).source_hash
-            build = registered.backend.toolchain(registered.spec, language).build(source, workdir, None)
-            loaded[key] = registered.backend.runner(registered.spec).load(build)
-        return loaded[key]
-
-    def impl(*args: Any, **kwargs: Any) -> Any:
-        from torch.testing._internal.opinfo.core import SampleInput
-
-        if not args:
-            raise NotImplementedError(f"{op}: no arguments")
-        first = args[0]
-        dtype = (first[0] if isinstance(first, (list, tuple)) and first else first).dtype
-        # a Python number ATen wrapped into a 0-dim tensor of another dtype is a number again
-        rest = [a.item() if isinstance(a, torch.Tensor) and a.dim() == 0 and a.dtype != dtype
-                and a.dtype != torch.bool else a for a in args[1:]]
+    if spec.prepare is not None:
+        return None, "its arguments are prepared on the host by kevolve's table (no portable binding yet)"
+    if spec.list_input or any(a.many for a in spec.args):
+        return None, "takes a sequence of tensors (no portable binding yet)"
+    args = spec_arguments(spec)
+    for described in args:
         try:
-            inputs, attrs = sm.bind(spec, SampleInput(first, args=tuple(rest), kwargs=kwargs), dtype)
-        except sm.Declined as why:
-            raise NotImplementedError(f"{op}: {why}") from None
-        outputs = _output_like(aten, args, kwargs)
-        if spec.layout == "broadcast":
-            rank = outputs[0].dim()
-            inputs = [t.reshape([1] * (rank - t.dim()) + list(t.shape)) for t in inputs]
-        key = sm.Case("", inputs, [], attrs, spec=spec).kernel_key()
-        if key not in sources:
-            raise NotImplementedError(f"{op}: no kernel was generated for {key}")
-        kernel_for(key)(inputs, outputs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
-
-    impl.__name__ = f"kevolve_{op.replace('.', '_')}"
-    return impl
+            if ast.literal_eval(repr(described)) != described:
+                raise ValueError
+        except (ValueError, SyntaxError):
+            return None, f"argument {described['name']}'s default or accepted values are not Python literals"
+    return args, ""
 
 
-_TEMPLATE = '''"""kevolve conformance kernel for {aten} (OpInfo `{op}`), target {target} ({language}).
-
-Generated by `kevolve export --format backendbench` on {samples} OpInfo samples that all passed (worst error
-{worst} of the float32 tolerance). The kernel sources below are the whole computation; kevolve binds the
-arguments on the host, builds the source matching the constant arguments with the target's toolchain, and runs it.
+_HEADER = """# kevolve conformance kernel for {aten} (OpInfo `{op}`), target {target} ({language}).
+#
+# Generated by `kevolve export --format backendbench` on {samples} OpInfo samples that all passed (worst error
+# {worst} of the float32 tolerance). Needs torch and the kernel's runtime, not kevolve: the code below binds the
+# arguments on the host; the kernels are the standalone packages {folders} next to this file (each key below
+# names one), built on first use.
 """
 
-from kevolve.conformance.export import make_impl
+_FOOTER = """
 
-SOURCES = {sources}
+OP = {op!r}
+ATEN = {aten!r}
+LAYOUT = {layout!r}
+ARGS = {args!r}
+KERNELS = {kernels}
 
-{name}_kernel_impl = make_impl({op!r}, {target!r}, SOURCES, {language!r}, {aten!r})
-'''
+{name}_kernel_impl = make_impl(OP, ATEN, LAYOUT, ARGS, KERNELS, __file__)
+"""
+
+
+def _write_file(folder: Path, name: str, op: str, func: str, target: str, result: Any, args: list[dict]) -> Path:
+    """The overload's file and, beside it, one standalone package per kernel (the backend's own writer)."""
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target(target)
+    kernels = {}
+    for i, (key, source) in enumerate(sorted(result.kernels.items())):
+        package = folder / f"kernel_{i}"
+        package.mkdir()
+        registered.backend.write_standalone(registered.spec, source, result.language, package)
+        kernels[key] = package.name
+    path = folder / f"{name}_implementation_v1.py"
+    header = _HEADER.format(aten=func, op=op, target=target, language=result.language, samples=result.total,
+                            worst=f"{result.worst:.3g}", folders=", ".join(sorted(kernels.values())))
+    table = "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in kernels.items()) + "}"
+    footer = _FOOTER.format(op=op, aten=func, layout=OPS[op].layout, args=args, kernels=table, name=name)
+    path.write_text(header + "\n" + inspect.getsource(portable) + footer)
+    return path
 
 
 def _load(path: Path, name: str) -> Callable[..., Any]:
@@ -201,17 +179,21 @@ def export_backendbench(directory: str | Path, target: str = "cpu", *, store: st
         if problem or not by_overload:
             skipped[op] = problem or "no samples"
             continue
+        args, why_not = _portable_args(OPS[op])
+        if args is None:
+            skipped[op] = why_not
+            continue
         for func, calls in sorted(by_overload.items()):
             _, packet, overload = func.split(".")
             name = f"{packet}__{overload}"
             folder = root / name
-            folder.mkdir(exist_ok=True)
-            path = folder / f"{name}_implementation_v1.py"
-            sources = "{\n" + "".join(f"    {json.dumps(k)}: r'''{v}''',\n" for k, v in result.kernels.items()) + "}"
-            path.write_text(_TEMPLATE.format(aten=func, op=op, target=target, language=result.language,
-                                             samples=result.total, worst=f"{result.worst:.3g}", sources=sources,
-                                             name=name))
-            why = _verify(_load(path, name), calls)
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir()
+            try:
+                why = _verify(_load(_write_file(folder, name, op, func, target, result, args), name), calls)
+            except NotImplementedError as exc:  # the backend writes no standalone module for this language
+                why = f"no standalone module: {exc}"
             if why:
                 shutil.rmtree(folder)
                 skipped[f"{op} ({func})"] = why

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from kevolve.problems.problem import DTYPES, Dims, Problem
+from kevolve.conformance.spec import EXPRESSION_LAYOUTS
+from kevolve.problems.problem import DTYPES, Dims, Problem, dtype_name
 from kevolve.synthesis.expr import Expr
 
 #: the family recipes register for to write conformance kernels
@@ -52,6 +53,23 @@ class KernelSpec:
         args = ", ".join(f"{n}: {d}" for n, d in self.inputs)
         attrs = json.dumps(self.attrs, sort_keys=True, default=str)
         return f"{self.op}({args}) -> {', '.join(self.outputs)}, layout {self.layout}, attrs {attrs}"
+
+
+def kernel_spec(case: Any) -> KernelSpec:
+    """The kernel a bound sample (a :class:`kevolve.conformance.samples.Case`) asks for: its table entry's layout
+    and expression, its tensors' dtypes, its attributes."""
+    spec = case.spec
+    assert spec is not None, "a bound sample carries its table entry"
+    in_dtypes = [dtype_name(t.dtype) for t in case.inputs]
+    if spec.layout == "halves":
+        inputs = tuple((n, in_dtypes[0]) for n in spec.tensor_names(case.attrs))
+    elif spec.layout in EXPRESSION_LAYOUTS:
+        inputs = tuple(zip(spec.tensor_names(case.attrs), in_dtypes))
+    else:  # positional: in0, in1, ... in the order the sample bound them
+        inputs = tuple((f"in{i}", d) for i, d in enumerate(in_dtypes))
+    outputs = tuple(dtype_name(t.dtype) for t in case.expected)
+    dim = int(case.attrs["dim"]) if spec.layout == "halves" else 0
+    return KernelSpec(spec.name, inputs, outputs, spec.expression(case.attrs), spec.layout, dim, dict(case.attrs))
 
 
 def conformance_kernel(problem: Problem, layouts: Container[str]) -> KernelSpec | None:

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from kevolve.conformance import samples as sm
-from kevolve.conformance.kernel import FAMILY, ConformanceProblem, KernelSpec
-from kevolve.conformance.spec import EXPRESSION_LAYOUTS, OpSpec
+from kevolve.conformance.kernel import FAMILY, ConformanceProblem, KernelSpec, kernel_spec
+from kevolve.conformance.spec import OpSpec
 from kevolve.conformance.table import OPS, SUITE
 from kevolve.conformance.worker import DECLINED, FAILED, PASSED
 from kevolve.errors import CompileError, KevolveError
-from kevolve.problems.problem import dtype_name
 
 #: bump when the judging changes, so cached results are not reused across it
 CHECK_VERSION = 6
@@ -191,21 +190,6 @@ class ResultCache:
         """The most recent result per operator on ``target`` (any toolchain), for export."""
         rows = self.db.execute("SELECT op, result FROM conformance WHERE target=? ORDER BY created", (target,))
         return {op: OpResult.from_json(json.loads(text)) for op, text in rows}
-
-
-def kernel_spec(case: sm.Case) -> KernelSpec:
-    spec = case.spec
-    assert spec is not None, "a bound sample carries its table entry"
-    in_dtypes = [dtype_name(t.dtype) for t in case.inputs]
-    if spec.layout == "halves":
-        inputs = tuple((n, in_dtypes[0]) for n in spec.tensor_names(case.attrs))
-    elif spec.layout in EXPRESSION_LAYOUTS:
-        inputs = tuple(zip(spec.tensor_names(case.attrs), in_dtypes))
-    else:  # positional: in0, in1, ... in the order the sample bound them
-        inputs = tuple((f"in{i}", d) for i, d in enumerate(in_dtypes))
-    outputs = tuple(dtype_name(t.dtype) for t in case.expected)
-    dim = int(case.attrs["dim"]) if spec.layout == "halves" else 0
-    return KernelSpec(spec.name, inputs, outputs, spec.expression(case.attrs), spec.layout, dim, dict(case.attrs))
 
 
 def synthesize(registered: Any, kernel: KernelSpec) -> tuple[str, str, str]:

@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from kevolve.conformance.spec import OP_DTYPE, REQUIRED, OpSpec
+from kevolve.conformance import portable
+from kevolve.conformance.spec import REQUIRED, OpSpec
 from kevolve.errors import KevolveError
 from kevolve.problems.problem import dtype_name
 
@@ -108,89 +109,44 @@ def _entry_label(entry: Any) -> str:
     return entry.name + (f"[{entry.variant_test_name}]" if entry.variant_test_name else "")
 
 
-def _describe(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"tensor{tuple(value.shape)}"
-    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
-        inner = ", ".join(_describe(v) for v in value)
-        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
-    return repr(value)
-
-
 def _sample_label(entry: Any, index: int, sample: Any) -> str:
-    parts = [_describe(sample.input), *(_describe(a) for a in sample.args),
-             *(f"{k}={_describe(v)}" for k, v in sample.kwargs.items())]
+    parts = [portable.describe(sample.input), *(portable.describe(a) for a in sample.args),
+             *(f"{k}={portable.describe(v)}" for k, v in sample.kwargs.items())]
     return f"{_entry_label(entry)}#{index}({', '.join(parts)})"
-
-
-def _allowed(dtypes: tuple[str, ...] | None, dtype: torch.dtype) -> tuple[str, ...]:
-    return tuple(dtype_name(dtype) if d == OP_DTYPE else d for d in (dtypes or (OP_DTYPE,)))
 
 
 def bind(spec: OpSpec, sample: Any, dtype: torch.dtype) -> tuple[list[torch.Tensor], dict[str, Any]]:
     """Map an OpInfo sample onto the table's signature: (kernel input tensors, scalar attributes)."""
+    tensors, attrs = bind_views(spec, sample, dtype)
+    return [t.detach().contiguous().clone() for t in tensors], attrs
+
+
+def bind_views(spec: OpSpec, sample: Any, dtype: torch.dtype) -> tuple[list[torch.Tensor], dict[str, Any]]:
+    """:func:`bind`, with the kernel's tensors left as ``prepare`` made them (views of the sample's tensors, or
+    new constants): what a lowered program reads through its buffers (:mod:`kevolve.program.lower`)."""
     if spec.list_input:
         if not isinstance(sample.input, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in sample.input):
-            raise Declined(f"input is {_describe(sample.input)}, not a sequence of tensors")
+            raise Declined(f"input is {portable.describe(sample.input)}, not a sequence of tensors")
         tensors = list(sample.input)
     elif isinstance(sample.input, torch.Tensor):
         tensors = [sample.input]
     else:
         raise Declined(f"input is a {type(sample.input).__name__}, not a tensor")
-    if len(sample.args) > len(spec.args):
-        raise Declined(f"{len(sample.args)} positional arguments; the kernel takes {len(spec.args)}")
-    values: dict[str, Any] = {arg.name: value for arg, value in zip(spec.args, sample.args)}
-    names = {arg.name for arg in spec.args}
-    for key, value in sample.kwargs.items():
-        if key not in names:
-            raise Declined(f"unsupported argument {key}={_describe(value)}")
-        values[key] = value
-    allowed: list[tuple[str, ...]] = [(dtype_name(dtype),)] * len(tensors)
-    attrs: dict[str, Any] = {}
-    for arg in spec.args:
-        if arg.name not in values:
-            if arg.default is REQUIRED:
-                raise Declined(f"missing required argument {arg.name}")
-            value = arg.default
-        else:
-            value = values[arg.name]
-        if arg.many:
-            if not isinstance(value, (list, tuple)) or not all(v is None or isinstance(v, torch.Tensor)
-                                                                for v in value):
-                raise Declined(f"{arg.name} is {_describe(value)}, not a sequence of tensors")
-            present = [v for v in value if v is not None]
-            tensors += present
-            allowed += [_allowed(arg.dtypes, dtype)] * len(present)
-            attrs[f"{arg.name}_present"] = [v is not None for v in value]
-            continue
-        if arg.tensor:
-            if isinstance(value, torch.Tensor):
-                tensors.append(value)
-                allowed.append(_allowed(arg.dtypes, dtype))
-            elif arg.scalar_ok and (value is None or isinstance(value, (bool, int, float))):
-                attrs[arg.name] = value if value is None or isinstance(value, bool) else float(value)
-            else:
-                raise Declined(f"{arg.name} is {_describe(value)}, not a tensor")
-            continue
-        if isinstance(value, torch.Tensor):
-            raise Declined(f"{arg.name} is a tensor; the kernel takes it as a constant")
-        if arg.accepted is not None and value not in arg.accepted:
-            raise Declined(f"{arg.name}={value!r} (the kernel takes {', '.join(map(repr, arg.accepted))})")
-        if arg.name != "inplace":
-            attrs[arg.name] = value
-    for i, (t, ok) in enumerate(zip(tensors, allowed)):
-        if dtype_name(t.dtype) not in ok:
-            raise Declined(f"tensor {i} is {dtype_name(t.dtype)}, not {' or '.join(ok)}")
-        if t.is_complex() or t.layout != torch.strided:
-            raise Declined(f"tensor {i} has layout {t.layout} / dtype {t.dtype}")
+    tensors, attrs = portable.bind_arguments(tensors, list(sample.args), dict(sample.kwargs), spec_arguments(spec),
+                                             dtype, Declined)
     if spec.prepare is not None:
         tensors, attrs = spec.prepare(tensors, attrs)
     if spec.layout == "halves":
-        x = tensors[0]
-        if x.dim() == 0:
-            raise Declined("a 0-dim input has no dimension to split")
-        attrs["dim"] = int(attrs["dim"]) % x.dim()
-    return [t.detach().contiguous().clone() for t in tensors], attrs
+        portable.split_dim(tensors[0], attrs, Declined)
+    return list(tensors), attrs
+
+
+def spec_arguments(spec: OpSpec) -> list[dict[str, Any]]:
+    """The table's arguments as the data :func:`kevolve.conformance.portable.bind_arguments` binds with."""
+    return [{"name": a.name, "default": portable.REQUIRED if a.default is REQUIRED else a.default,
+             "tensor": a.tensor, "scalar_ok": a.scalar_ok, "many": a.many,
+             "accepted": list(a.accepted) if a.accepted is not None else None,
+             "dtypes": list(a.dtypes) if a.dtypes else None} for a in spec.args]
 
 
 #: why a sample passes that matches one of PyTorch's other answers

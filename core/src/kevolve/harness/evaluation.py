@@ -34,12 +34,14 @@ class Timing:
     p10: float
     p90: float
     samples: int
+    #: every sample, in the order taken, kept so a report can draw the distribution (empty in older stores)
+    values: list[float] = field(default_factory=list)
 
     @classmethod
     def of(cls, samples: list[float]) -> Timing:
         ordered = sorted(samples)
         pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
-        return cls(median=pick(0.5), p10=pick(0.1), p90=pick(0.9), samples=len(ordered))
+        return cls(median=pick(0.5), p10=pick(0.1), p90=pick(0.9), samples=len(ordered), values=list(samples))
 
     @property
     def spread(self) -> float:

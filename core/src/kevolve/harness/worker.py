@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
 from kevolve.harness import baselines, checks, watch
 from kevolve.harness import evaluation as ev
 
@@ -87,7 +88,7 @@ def exclusive_device(device: str):
 def call_watched(kernel: Callable, runner: Any, inputs: list, outputs: list) -> list[str]:
     """Call a kernel with every ATen op it dispatches recorded, then wait for the device. Returns those ops:
     empty for a kernel that computes by itself (the harness's plumbing modules are not counted)."""
-    recorder = _TorchCallRecorder(runner.plumbing_modules)
+    recorder = _TorchCallRecorder((*runner.plumbing_modules, *SCRATCH_PLUMBING))
     with recorder:
         kernel(inputs, outputs)
     runner.synchronize()

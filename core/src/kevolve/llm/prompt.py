@@ -121,6 +121,9 @@ def _sections(context: Context, language: str) -> list[Section]:
             history = sorted(history, key=lambda h: -h.fitness)
         sections.append(Section(title, [_result(h) for h in history], rank=3, drop_from=drop))
     sections.append(Section("Kernels to build on", _kernels_to_show(context), rank=2))
+    if parent is None:
+        sections.append(Section("A starting kernel: the program lowered onto this target's ATen kernels",
+                                _lowered_program(context, language), rank=2))
     sections.append(Section("Target", [_facts(context)], rank=4))
     sections.append(Section("Knowledge for this target, language and bottleneck",
                             [f"### {p.title} ({p.pack}/{p.path})\n{p.text}" for p in context.knowledge], rank=5))
@@ -181,7 +184,8 @@ def _result(item: HistoryItem, detailed: bool = False) -> str:
     kind = "speedup over eager" if item.seconds else "modeled fraction of the roofline"
     line = f"{head}: correct, fitness {item.fitness:.3f} ({kind}){timed}"
     if item.diagnosis is not None:
-        line += f"; {item.diagnosis.kind}: {item.diagnosis.summary}"
+        summary = item.diagnosis.summary  # classifiers' summaries mostly open with the label: print it once
+        line += f"; {summary}" if summary.startswith(item.diagnosis.kind) else f"; {item.diagnosis.kind}: {summary}"
         if detailed and item.diagnosis.metrics:
             line += "\nmetrics: " + ", ".join(f"{k}={_number(v)}" for k, v in item.diagnosis.metrics.items())
     if item.note:
@@ -205,6 +209,19 @@ def _kernels_to_show(context: Context) -> list[str]:
     return [f"### node {item.node_id} ({item.language})\n```{fence(context.form(item.language), item.language)}\n"
             f"{item.source.rstrip()}\n```"
             for item in shown if item.source and item.status != SYNTHESIS_ERROR]
+
+
+def _lowered_program(context: Context, language: str) -> list[str]:
+    """For a PyTorch program: the template synthesizer's kernel file for it (every kernel from the target's
+    conformance-checked recipes, intermediates in scratch), so a first proposal improves a working kernel."""
+    from kevolve.program.recipe import starting_kernel
+
+    source = starting_kernel(context.problem, context.recipes, language, context.facts, context.forms)
+    if not source:
+        return []
+    return ["It computes the program correctly, one kernel per unfused node; make it faster (fuse further, "
+            f"tile, vectorize) and keep it correct.\n```{fence(context.form(language), language)}\n"
+            f"{source.rstrip()}\n```"]
 
 
 def _facts(context: Context) -> str:

@@ -5,14 +5,21 @@ cut off by the token limit: each becomes a candidate carrying ``error``, which t
 node whose reason the next prompt quotes. Only a configuration error (no key, a rejected key, an unknown model)
 stops the search, because no later request could succeed. Every candidate carries its trace: the prompt as sent,
 the raw answer and the tokens it cost.
+
+No request is paid for twice. An answer repeating a kernel already evaluated comes back as a failed candidate
+(``duplicate: ...``), so the search records it with the tokens it cost, and the next request feeds it back ("this
+kernel was already evaluated: its result ...; propose a different kernel"). A prompt that was sent before is never
+sent again byte for byte (it says which attempt it is). One request, one recorded candidate.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from kevolve.llm.client import ChatClient, ChatRequest, LLMConfigError, LLMError, LLMSettings
 from kevolve.llm.parse import MalformedAnswer, extract_kernel
 from kevolve.llm.prompt import build_prompt
-from kevolve.synthesis.base import Candidate, Context, Synthesizer
+from kevolve.synthesis.base import Candidate, Context, Synthesizer, source_hash
 from kevolve.synthesis.tunable import TUNABLE, knobs
 
 #: stop reasons providers use for an answer cut off by the token limit
@@ -32,6 +39,12 @@ class LLMSynthesizer(Synthesizer):
         #: a configuration error met after some candidates of a batch came back: raised at the next proposal,
         #: so the answers already paid for are evaluated first
         self._fatal: LLMConfigError | None = None
+        #: digests of every request sent (system, user, temperature): none is sent twice
+        self._sent: set[str] = set()
+        #: source hash -> what became of that kernel, for feeding a repeated answer back
+        self._known: dict[str, str] = {}
+        #: the feedback on a repeated answer, appended to the next request
+        self._repeat_note = ""
 
     def stop_reason(self) -> str:
         if self.settings.tokens and self.tokens_used >= self.settings.tokens:
@@ -60,13 +73,16 @@ class LLMSynthesizer(Synthesizer):
         return candidates
 
     def _one(self, context: Context, language: str) -> Candidate:
+        self._learn(context)
         prompt = build_prompt(context, language, self.settings.context_chars)
+        user = self._unsent(prompt.system, prompt.user + self._repeat_note)
+        self._repeat_note = ""
         trace: dict[str, object] = {"provider": self.client.provider, "model": self.client.model,
-                                    "memory_op": context.memory_op, "prompt": prompt.to_dict()}
+                                    "memory_op": context.memory_op, "prompt": {**prompt.to_dict(), "user": user}}
         failed = lambda error, source="": Candidate(source, language, synthesizer=self.name, error=error,
                                                      note=f"{context.memory_op} by {self.client.model}", trace=trace)
         try:
-            completion = self.client.complete(ChatRequest(prompt.system, prompt.user, self.settings.max_tokens,
+            completion = self.client.complete(ChatRequest(prompt.system, user, self.settings.max_tokens,
                                                           self.settings.temperature))
         except LLMError as exc:
             trace["usage"] = {"input_tokens": 0, "output_tokens": 0, "attempts": exc.attempts}
@@ -81,11 +97,38 @@ class LLMSynthesizer(Synthesizer):
             cut = " (the answer was cut off at the token limit: write a shorter kernel)" \
                 if completion.stop_reason in CUT_OFF else ""
             return failed(f"malformed answer: {exc}{cut}", completion.text)
+        known = self._known.get(source_hash(source))
+        if known is not None:
+            self._repeat_note = (f"\n\n## Your last answer repeated a kernel already evaluated\nThis kernel was "
+                                 f"already evaluated: {known}. Propose a different kernel.")
+            return failed(f"duplicate: the answer repeats a kernel already evaluated ({known})", source)
+        self._known[source_hash(source)] = "proposed earlier in this session"
         parameters = {name: value for name, (value, _) in knobs(source).items()}
         return Candidate(source, language, parameters=parameters, recipe=TUNABLE if parameters else "",
                          synthesizer=self.name, trace=trace,
                          note=(prose.splitlines()[0][:200] if prose else f"{context.memory_op} by {self.client.model}"))
 
+    def _learn(self, context: Context) -> None:
+        """What the tree knows about the kernels this context shows, by source."""
+        items = [*context.history, *(i for i in (context.parent, context.best) if i is not None)]
+        for item in items:
+            if item.source:
+                result = (f"node {item.node_id}, {item.status}"
+                          + (f", {item.fitness:.2f}x" if item.fitness else "")
+                          + (f": {item.reason}" if item.reason else ""))
+                self._known[source_hash(item.source)] = result
+
+    def _unsent(self, system: str, user: str) -> str:
+        """``user``, or, when that exact request was sent before, ``user`` marked as a later attempt: a repeated
+        request buys the same answer again at full price."""
+        attempt = 1
+        candidate = user
+        while (digest := _digest(system, candidate, self.settings.temperature)) in self._sent:
+            attempt += 1
+            candidate = (f"{user}\n\n(Attempt {attempt} at this request: earlier answers to it are already in the "
+                         "tree; take a different approach.)")
+        self._sent.add(digest)
+        return candidate
 
 def make_llm_synthesizer(client_class: type[ChatClient], option: str) -> LLMSynthesizer:
     """What a provider plugin registers: ``registry.add("anthropic", lambda o: make_llm_synthesizer(C, o))``,
@@ -93,6 +136,10 @@ def make_llm_synthesizer(client_class: type[ChatClient], option: str) -> LLMSynt
     synthesizer is selected, before any search starts."""
     model, settings = LLMSettings.parse(option)
     return LLMSynthesizer(client_class(model, settings), settings)
+
+
+def _digest(system: str, user: str, temperature: float) -> str:
+    return hashlib.sha256(f"{temperature!r}\0{system}\0{user}".encode()).hexdigest()
 
 
 def _usage_total(trace: dict) -> int:

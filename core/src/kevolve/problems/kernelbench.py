@@ -98,14 +98,24 @@ class KernelBenchProblem(Problem):
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
     def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
-        """Traced on meta tensors, weights included, without touching the real module."""
-        meta = lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta")
-        state = {name: meta(t) for name, t in itertools.chain(self.model.named_parameters(),
-                                                              self.model.named_buffers())}
+        """Traced on meta tensors, weights included, without touching the real module; a forward that makes
+        tensors of its own (``torch.arange(n)``, on the CPU) is traced on fake CPU tensors instead."""
+        try:
+            return self._traced(inputs, lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta"))
+        except RuntimeError:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            with FakeTensorMode() as mode:
+                return self._traced(inputs, mode.from_tensor)
+
+    def _traced(self, inputs: list[torch.Tensor], stand_in: Any) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        state = {name: stand_in(t) for name, t in itertools.chain(self.model.named_parameters(),
+                                                                  self.model.named_buffers())}
         with torch.no_grad():
-            out = torch.func.functional_call(self.model, state, tuple(meta(t) for t in inputs[: self.n_inputs]))
+            out = torch.func.functional_call(self.model, state,
+                                             tuple(stand_in(t) for t in inputs[: self.n_inputs]))
         out = list(out) if isinstance(out, (tuple, list)) else [out]
-        return [(tuple(o.shape), o.dtype) for o in out]
+        return [(tuple(int(s) for s in o.shape), o.dtype) for o in out]
 
     def reference_source(self) -> str:
         return self.text

@@ -12,7 +12,7 @@ from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation, evidence_text
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.knowledge import KnowledgeBase, Signals
-from kevolve.problems.problem import Problem
+from kevolve.problems.problem import Problem, dtype_name
 from kevolve.registry import RegisteredTarget
 from kevolve.search.strategy import Strategy
 from kevolve.search.tree import ROOT, Tree
@@ -169,12 +169,14 @@ class Search:
         failure = f"{parent.evaluation.reason} {evidence_text(parent.evaluation)}" \
             if parent is not None and parent.evaluation else ""
         signals = Signals(target=self.target.spec.name, language=language, family=self.problem.family,
+                          dtype=dtype_name(self.problem.dtype),
                           diagnosis=diagnosis.kind if diagnosis else "",
                           query=f"{self.problem.name} {failure[:2000]}")
         best = tree.best()
         return Context(
             problem=self.problem, target=self.target.spec, facts=self.facts, memory_op=memory_op, rng=rng,
-            n=self.budget.batch, knowledge=self.docs.retrieve(signals) if self.knowledge else [],
+            n=max(1, min(self.budget.batch, self.budget.candidates - self.evaluated_count())),  # none paid unused
+            knowledge=self.docs.retrieve(signals) if self.knowledge else [],
             hints=self.docs.hints(signals) if self.knowledge else {},
             history=history, parent=parent.history_item() if parent is not None else None, diagnosis=diagnosis,
             best=best.history_item() if best is not None else None, recipes=self.recipes, seeds=self.seeds,

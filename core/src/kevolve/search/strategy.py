@@ -25,6 +25,10 @@ class Strategy(ABC):
 
 
 def _operator_for(tree: Tree, node: Node, rng: random.Random) -> str:
+    if node.fitness <= 0:
+        # a failed node is built on only to repair it: crossover or a comparison would carry its fault along
+        # (and word it as a strength to combine)
+        return base.INHERIT
     siblings = [s for s in tree.siblings(node.id) if s.fitness > 0]
     best = tree.best()
     choices = [(base.INHERIT, 0.55)]

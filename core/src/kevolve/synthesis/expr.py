@@ -123,6 +123,28 @@ def render(expr: Expr, spell: Callable[[str, list[str]], str], const: Callable[[
     raise TypeError(f"not an expression: {expr!r}")
 
 
+def substitute(expr: Expr, values: dict[str, Expr]) -> Expr:
+    """``expr`` with each variable named in ``values`` replaced by that expression: how a chain of pointwise ops
+    becomes one expression (:mod:`kevolve.program.fuse`)."""
+    if isinstance(expr, Var):
+        return values.get(expr.name, expr)
+    if isinstance(expr, BinOp):
+        return BinOp(expr.op, substitute(expr.left, values), substitute(expr.right, values))
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(substitute(a, values) for a in expr.args))
+    return expr
+
+
+def variables(expr: Expr) -> set[str]:
+    if isinstance(expr, Var):
+        return {expr.name}
+    if isinstance(expr, BinOp):
+        return variables(expr.left) | variables(expr.right)
+    if isinstance(expr, Call):
+        return set().union(*(variables(a) for a in expr.args))
+    return set()
+
+
 def used_functions(expr: Expr) -> set[str]:
     if isinstance(expr, Call):
         return {expr.fn}.union(*(used_functions(a) for a in expr.args))

@@ -27,10 +27,17 @@ class TemplateSynthesizer(Synthesizer):
         # a free-form parent (an LLM's kernel) that marks tunable knobs is a recipe of its own
         if context.parent is not None and context.parent.recipe == TUNABLE:
             recipes.append(TunableRecipe(context.parent.source, context.parent.language))
+        # a PyTorch program: lowered onto the target's ATen kernels (kevolve.program)
+        from kevolve.program.recipe import program_recipes
+
+        programs = program_recipes(context.problem, context.recipes, context.forms)
+        recipes += [r for r in programs if r.supports(context.problem)]
         if not recipes:
+            why_not = next((r.why_not(context.problem) for r in programs), "")
             raise NoRecipeError(
                 f"the template synthesizer has no recipe for {context.problem.name!r} (family "
-                f"{context.problem.family!r}) on {context.target.name}. Write a kernel and check it with "
+                f"{context.problem.family!r}) on {context.target.name}"
+                + (f" ({why_not})" if why_not else "") + ". Write a kernel and check it with "
                 "`kevolve evaluate`, or use a synthesizer that writes free-form code."
             )
         points = self._points(context, {r.name: r for r in recipes})

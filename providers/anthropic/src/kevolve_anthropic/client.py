@@ -1,8 +1,9 @@
 """Anthropic's Messages API through the official ``anthropic`` package.
 
 Key from ``ANTHROPIC_API_KEY``; endpoint from the ``base_url=`` option, else the SDK's own ``ANTHROPIC_BASE_URL``,
-else Anthropic's. Timeouts and retries are the SDK's (exponential backoff that honours ``retry-after``), set
-from :class:`~kevolve.llm.client.LLMSettings`. SDK failures become :class:`LLMConfigError` (nothing can
+else Anthropic's; with or without a trailing ``/v1`` (the SDK appends ``/v1/messages`` itself). Timeouts and
+retries are the SDK's (exponential backoff that honours ``retry-after``), set from
+:class:`~kevolve.llm.client.LLMSettings`. SDK failures become :class:`LLMConfigError` (nothing can
 succeed as configured: key rejected, model unknown) or :class:`LLMError` (this request failed for good).
 """
 
@@ -19,6 +20,12 @@ from kevolve.llm.client import (ChatClient, ChatRequest, Completion, LLMConfigEr
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 URL_VARIABLE = "ANTHROPIC_BASE_URL"
+
+
+def without_version(base_url: str) -> str:
+    """``http://host`` and ``http://host/v1`` name the same endpoint: the SDK adds ``/v1/messages``."""
+    base_url = base_url.rstrip("/")
+    return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
 
 def _accepts(function: Any, name: str) -> bool:
@@ -39,12 +46,14 @@ class AnthropicClient(ChatClient):
                 f"the anthropic synthesizer needs an API key: set {KEY_VARIABLE} "
                 f"(`export {KEY_VARIABLE}=sk-ant-...`, from console.anthropic.com), or use the default "
                 "`--synthesizer template`, which needs none")
-        base_url = settings.base_url or os.environ.get(URL_VARIABLE, "").strip() or None
+        base_url = without_version(settings.base_url or os.environ.get(URL_VARIABLE, "").strip()) or None
         self.base_url = base_url or "https://api.anthropic.com"
         self._client = anthropic.Anthropic(api_key=key, base_url=base_url, timeout=settings.timeout_s,
                                            max_retries=settings.max_retries)
-        # Some SDK versions dropped ``temperature`` from ``messages.create``; send it only where it is accepted.
-        self._send_temperature = _accepts(self._client.messages.create, "temperature")
+        # Some SDK versions dropped ``temperature`` from ``messages.create`` while the Messages API still takes it:
+        # there it goes in the body directly, so the option is never silently lost (a model that refuses it
+        # answers HTTP 400, which surfaces as an error naming it).
+        self._temperature_in_body = not _accepts(self._client.messages.create, "temperature")
 
     def complete(self, request: ChatRequest) -> Completion:
         kwargs: dict[str, Any] = {
@@ -54,7 +63,9 @@ class AnthropicClient(ChatClient):
         }
         if request.system:
             kwargs["system"] = request.system
-        if self._send_temperature:
+        if self._temperature_in_body:
+            kwargs["extra_body"] = {"temperature": request.temperature}
+        else:
             kwargs["temperature"] = request.temperature
         fallback = self.settings.max_retries + 1
         try:

@@ -1,15 +1,17 @@
 """Any OpenAI-compatible chat completions endpoint (OpenAI, vLLM, llama.cpp server, SGLang, Ollama, ...) through
 the official ``openai`` package.
 
-Endpoint from the ``base_url=`` option, else ``KEVOLVE_OPENAI_BASE_URL``, else ``OPENAI_BASE_URL`` (it must end in
-``/v1``, e.g. ``http://localhost:8000/v1`` for vLLM); key from ``OPENAI_API_KEY``. A self-hosted server needs no
-key: with an endpoint and no key, a placeholder is sent. Timeouts and retries are the SDK's (exponential backoff
-that honours ``retry-after``), set from :class:`~kevolve.llm.client.LLMSettings`.
+Endpoint from the ``base_url=`` option, else ``KEVOLVE_OPENAI_BASE_URL``, else ``OPENAI_BASE_URL``, with or
+without the trailing ``/v1`` (``http://localhost:8000`` and ``http://localhost:8000/v1`` both reach vLLM); key
+from ``OPENAI_API_KEY``. A self-hosted server needs no key: with an endpoint and no key, a placeholder is sent.
+Timeouts and retries are the SDK's (exponential backoff that honours ``retry-after``), set from
+:class:`~kevolve.llm.client.LLMSettings`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import openai
@@ -23,6 +25,15 @@ URL_VARIABLES = ("KEVOLVE_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 PLACEHOLDER_KEY = "kevolve-no-key"
 
 
+def with_version(base_url: str) -> str:
+    """The SDK appends ``/chat/completions`` to the base URL; OpenAI-compatible servers serve it under ``/v1``.
+    A URL naming a version already (``/v1``, ``/v1beta``, ``/openai/v2``...) is kept as given."""
+    base_url = base_url.rstrip("/")
+    if not base_url or re.search(r"/v\d+[a-z0-9]*$", base_url):
+        return base_url
+    return f"{base_url}/v1"
+
+
 class OpenAIClient(ChatClient):
     provider = "openai"
 
@@ -31,6 +42,7 @@ class OpenAIClient(ChatClient):
         base_url = settings.base_url.strip()
         for variable in URL_VARIABLES:
             base_url = base_url or os.environ.get(variable, "").strip()
+        base_url = with_version(base_url)
         key = os.environ.get(KEY_VARIABLE, "").strip()
         if not base_url and not key:
             raise LLMConfigError(
@@ -72,8 +84,7 @@ class OpenAIClient(ChatClient):
         except openai.NotFoundError as exc:
             raise LLMConfigError(
                 f"model {self.model!r} not found at {self.base_url} (HTTP 404): {error_detail(exc)}. Name a model the "
-                "server serves (`curl $OPENAI_BASE_URL/models` lists them), and check that the endpoint ends in "
-                "/v1.") from None
+                "server serves (`curl $OPENAI_BASE_URL/models` lists them), and check the endpoint's path.") from None
         except openai.APIStatusError as exc:  # 429, 5xx after retries; 400, 413, 422 at once
             raise status_failure(self.provider, exc, fallback) from None
         except openai.APITimeoutError as exc:

@@ -5,11 +5,19 @@
 //
 // Inputs and outputs are contiguous, in the order the problem lists them; outputs are preallocated (and
 // poisoned by the harness: every element must be written). Return 0 on success, non-zero to decline.
+//
+// A kernel that needs scratch memory (a lowered program's intermediates) also defines
+//
+//   KV_EXPORT int64_t kevolve_scratch_bytes(const kv_tensor* inputs, int64_t n_inputs,
+//                                           const kv_tensor* outputs, int64_t n_outputs);
+//
+// and the harness passes a buffer of that many bytes (KV_UINT8, 64-byte aligned, contents undefined) as
+// outputs[n_outputs], one past the outputs; n_outputs does not count it.
 #pragma once
 #include <stdint.h>
 #include <string.h>
 
-enum kv_dtype { KV_FLOAT32 = 0, KV_FLOAT64 = 1, KV_BFLOAT16 = 2, KV_FLOAT16 = 3, KV_INT64 = 4, KV_INT32 = 5, KV_BOOL = 6 };
+enum kv_dtype { KV_FLOAT32 = 0, KV_FLOAT64 = 1, KV_BFLOAT16 = 2, KV_FLOAT16 = 3, KV_INT64 = 4, KV_INT32 = 5, KV_BOOL = 6, KV_UINT8 = 7 };
 
 typedef struct {
     void* data;

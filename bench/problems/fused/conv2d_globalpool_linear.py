@@ -1,0 +1,32 @@
+"""Conv2d, ReLU, global average pooling, flatten and a linear classifier."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 32
+IN_CH = 64
+OUT_CH = 128
+HEIGHT = 64
+WIDTH = 64
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 2, 'IN_CH': 4, 'OUT_CH': 8, 'HEIGHT': 12, 'WIDTH': 12}
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+        self.fc = nn.Linear(out_channels, 10)
+
+    def forward(self, x):
+        y = F.adaptive_avg_pool2d(torch.relu(self.conv(x)), 1)
+        return self.fc(torch.flatten(y, 1))
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CH, OUT_CH]

@@ -1,0 +1,33 @@
+"""Conv2d, Mish written out (x * tanh(softplus(x))), a bias, and a clamp."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 32
+IN_CH = 64
+OUT_CH = 128
+HEIGHT = 64
+WIDTH = 64
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 2, 'IN_CH': 4, 'OUT_CH': 8, 'HEIGHT': 12, 'WIDTH': 12}
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+        self.shift = nn.Parameter(torch.randn(out_channels, 1, 1) * 0.1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y = y * torch.tanh(F.softplus(y)) + self.shift
+        return torch.clamp(y, -1.0, 1.0)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CH, OUT_CH]

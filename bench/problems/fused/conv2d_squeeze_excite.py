@@ -1,0 +1,33 @@
+"""Conv2d followed by squeeze-and-excitation: global pool, two 1x1 convs, sigmoid gate, multiply."""
+
+import torch
+import torch.nn as nn
+
+BATCH = 32
+IN_CH = 64
+OUT_CH = 128
+HEIGHT = 64
+WIDTH = 64
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 2, 'IN_CH': 4, 'OUT_CH': 8, 'HEIGHT': 12, 'WIDTH': 12}
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+        self.reduce = nn.Conv2d(out_channels, out_channels // 4, 1)
+        self.expand = nn.Conv2d(out_channels // 4, out_channels, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        s = torch.sigmoid(self.expand(torch.relu(self.reduce(y.mean((2, 3), keepdim=True)))))
+        return y * s
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CH, OUT_CH]

@@ -1,0 +1,31 @@
+"""Transposed Conv2d, GELU, then GroupNorm with 4 groups."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 32
+IN_CH = 64
+OUT_CH = 128
+HEIGHT = 64
+WIDTH = 64
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 2, 'IN_CH': 4, 'OUT_CH': 8, 'HEIGHT': 12, 'WIDTH': 12}
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(in_channels, out_channels, 3, stride=2)
+        self.norm = nn.GroupNorm(4, out_channels)
+
+    def forward(self, x):
+        return self.norm(F.gelu(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CH, OUT_CH]

@@ -1,0 +1,29 @@
+"""Linear, subtract each row's max, GELU."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 2048
+IN = 1024
+OUT = 1024
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 32, 'IN': 48, 'OUT': 48}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return F.gelu(y - y.amax(dim=1, keepdim=True))
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN)]
+
+
+def get_init_inputs():
+    return [IN, OUT]

@@ -1,0 +1,30 @@
+"""InstanceNorm2d, leaky ReLU, then a residual add of the input."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 32
+IN_CH = 64
+OUT_CH = 128
+HEIGHT = 64
+WIDTH = 64
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 2, 'IN_CH': 4, 'OUT_CH': 8, 'HEIGHT': 12, 'WIDTH': 12}
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(in_channels)
+
+    def forward(self, x):
+        return F.leaky_relu(self.norm(x), 0.2) + x
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CH, OUT_CH]

@@ -1,0 +1,22 @@
+"""Softmax along the last dimension of a 2-D tensor."""
+
+import torch
+import torch.nn as nn
+
+BATCH = 4096
+FEATURES = 8192
+# the same problem at CPU-test sizes: bench/programs.py --small runs globals().update(SMALL)
+SMALL = {'BATCH': 64, 'FEATURES': 256}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, FEATURES)]
+
+
+def get_init_inputs():
+    return []

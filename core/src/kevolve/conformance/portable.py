@@ -1,0 +1,170 @@
+"""The runtime every BackendBench file exported by kevolve carries: its source is copied into each file, so the
+exported kernels run where only torch and the kernel's own runtime (a C++ compiler, Triton, ...) are installed.
+
+It binds an ATen call's arguments to the kernel's inputs and constants the way the conformance run bound the
+OpInfo samples (:func:`kevolve.conformance.samples.bind`, for operators whose binding needs no host-side
+``prepare``), allocates the outputs from a run of the ATen overload on meta tensors, and loads the kernel from the
+standalone package the target's backend wrote next to the file. Imports: the standard library and torch only
+(the export's tests import the written files with kevolve blocked).
+"""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+#: an argument without a default, in :data:`ARGS`-style descriptions
+REQUIRED = "<required>"
+#: in an argument's dtypes: the dtype of the op's input
+OP_DTYPE = "op"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def describe(value) -> str:
+    """A value as a declined argument's reason names it (a tensor by its shape)."""
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)}"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+        inner = ", ".join(describe(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return repr(value)
+
+
+def _allowed(dtypes, dtype: torch.dtype) -> tuple:
+    return tuple(dtype_name(dtype) if d == OP_DTYPE else d for d in (dtypes or (OP_DTYPE,)))
+
+
+def bind_arguments(tensors: list, rest: list, kwargs: dict, args: list[dict], dtype: torch.dtype,
+                   error: type[Exception] = NotImplementedError) -> tuple[list, dict]:
+    """(kernel input tensors, constant attributes) of a call whose leading input tensors are ``tensors``, by the
+    argument descriptions ``args`` (name, default, tensor, scalar_ok, accepted, dtypes, many); ``error`` for an
+    argument the kernel was not written for. The one binding rule: the conformance run binds OpInfo samples
+    with it, and exported files ATen calls."""
+    if len(rest) > len(args):
+        raise error(f"{len(rest)} positional arguments; the kernel takes {len(args)}")
+    names = [a["name"] for a in args]
+    values = dict(zip(names, rest))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise error(f"unsupported argument {key}={describe(value)}")
+        values[key] = value
+    tensors, allowed, attrs = list(tensors), [(dtype_name(dtype),)] * len(tensors), {}
+    for arg in args:
+        value = values.get(arg["name"], arg["default"])
+        if isinstance(value, str) and value == REQUIRED:
+            raise error(f"missing required argument {arg['name']}")
+        if arg.get("many"):
+            if not isinstance(value, (list, tuple)) or not all(v is None or isinstance(v, torch.Tensor) for v in value):
+                raise error(f"{arg['name']} is {describe(value)}, not a sequence of tensors")
+            present = [v for v in value if v is not None]
+            tensors += present
+            allowed += [_allowed(arg["dtypes"], dtype)] * len(present)
+            attrs[f"{arg['name']}_present"] = [v is not None for v in value]
+            continue
+        if arg["tensor"]:
+            if isinstance(value, torch.Tensor):
+                tensors.append(value)
+                allowed.append(_allowed(arg["dtypes"], dtype))
+            elif arg["scalar_ok"] and (value is None or isinstance(value, (bool, int, float))):
+                attrs[arg["name"]] = value if value is None or isinstance(value, bool) else float(value)
+            else:
+                raise error(f"{arg['name']} is {describe(value)}, not a tensor")
+            continue
+        if isinstance(value, torch.Tensor):
+            raise error(f"{arg['name']} is a tensor; the kernel takes it as a constant")
+        if arg["accepted"] is not None and value not in arg["accepted"]:
+            raise error(f"{arg['name']}={value!r} (the kernel takes {', '.join(map(repr, arg['accepted']))})")
+        if arg["name"] != "inplace":
+            attrs[arg["name"]] = value
+    for i, (t, ok) in enumerate(zip(tensors, allowed)):
+        if dtype_name(t.dtype) not in ok:
+            raise error(f"tensor {i} is {dtype_name(t.dtype)}, not {' or '.join(ok)}")
+        if t.is_complex() or t.layout != torch.strided:
+            raise error(f"tensor {i} has layout {t.layout} / dtype {t.dtype}")
+    return tensors, attrs
+
+
+def split_dim(first: torch.Tensor, attrs: dict, error: type[Exception] = NotImplementedError) -> None:
+    """The ``halves`` layout's dim, normalised to the input's rank."""
+    if first.dim() == 0:
+        raise error("a 0-dim input has no dimension to split")
+    attrs["dim"] = int(attrs["dim"]) % first.dim()
+
+
+def bind(first: torch.Tensor, rest: list, kwargs: dict, args: list[dict], layout: str) -> tuple[list, dict]:
+    """(kernel input tensors, constant attributes) of an ATen call, contiguous copies; NotImplementedError for an
+    argument the kernel was not written for."""
+    tensors, attrs = bind_arguments([first], rest, kwargs, args, first.dtype)
+    if layout == "halves":
+        split_dim(first, attrs)
+    return [t.detach().contiguous().clone() for t in tensors], attrs
+
+
+def kernel_key(inputs: list, attrs: dict, layout: str) -> str:
+    """Which of the exported kernels serves a call (the conformance run's key: attributes, dtypes, layout)."""
+    dtypes = [dtype_name(t.dtype) for t in inputs]
+    return json.dumps({"attrs": attrs, "dtypes": dtypes, "layout": layout}, sort_keys=True, default=str)
+
+
+def output_like(aten: str, args: tuple, kwargs: dict) -> list:
+    """Empty outputs shaped as the ATen overload returns them (its run on meta tensors computes nothing)."""
+    def meta(value):
+        if isinstance(value, torch.Tensor):
+            return torch.empty_like(value, device="meta")
+        if isinstance(value, (list, tuple)):
+            return type(value)(meta(v) for v in value)
+        return value
+
+    _, packet, overload = aten.split(".")
+    shapes = getattr(getattr(torch.ops.aten, packet), overload)(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+    outs = list(shapes) if isinstance(shapes, (tuple, list)) else [shapes]
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
+
+
+def load_kernel(directory: Path):
+    """``kernel(inputs, outputs)`` of the standalone package in ``directory`` (built on first use)."""
+    name = "backendbench_kernel_" + "_".join(directory.parts[-2:]).replace(".", "_").replace("-", "_")
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, directory / "__init__.py",
+                                                      submodule_search_locations=[str(directory)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name].kernel
+
+
+def make_impl(op: str, aten: str, layout: str, args: list[dict], kernels: dict[str, str], here: str):
+    """``impl(*args, **kwargs)`` of the ATen overload ``aten``: ``kernels`` maps a kernel key to the folder, next
+    to the file ``here``, holding its standalone package."""
+    folder = Path(here).resolve().parent
+
+    def impl(*call_args, **kwargs):
+        if not call_args or not isinstance(call_args[0], torch.Tensor):
+            raise NotImplementedError(f"{op}: the first argument is not a tensor")
+        first = call_args[0]
+        # a Python number ATen wrapped into a 0-dim tensor of another dtype is a number again
+        rest = [a.item() if isinstance(a, torch.Tensor) and a.dim() == 0 and a.dtype != first.dtype
+                and a.dtype != torch.bool else a for a in call_args[1:]]
+        inputs, attrs = bind(first, rest, kwargs, args, layout)
+        outputs = output_like(aten, call_args, kwargs)
+        if layout == "broadcast":
+            rank = outputs[0].dim()
+            inputs = [t.reshape([1] * (rank - t.dim()) + list(t.shape)) for t in inputs]
+        key = kernel_key(inputs, attrs, layout)
+        if key not in kernels:
+            raise NotImplementedError(f"{op}: no kernel was generated for {key}")
+        load_kernel(folder / kernels[key])(inputs, outputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    impl.__name__ = f"kevolve_{op.replace('.', '_')}"
+    return impl

@@ -1,0 +1,87 @@
+"""Which pointwise nodes fuse into their consumer: one knob per edge, so the search can undo a fusion that does
+not pay.
+
+A pointwise producer can fuse into its pointwise consumer when the consumer is its only reader and reads its
+result whole, element for element at the same shape (no broadcast, no permuted view): then the producer's
+expression replaces the consumer's variable, and the intermediate buffer disappears. A producer that is a graph
+output, or is read by several nodes, stays a kernel of its own.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kevolve.program.graph import Graph, Kernel, Pointwise, is_whole, root_of
+from kevolve.synthesis.expr import Expr, Var, substitute
+
+#: knob name prefix: ``fuse.<producer node>`` -> True (inline it into its consumer) or False (keep its buffer)
+PREFIX = "fuse."
+
+
+def readers(graph: Graph) -> dict[int, list[tuple[Pointwise | Kernel | None, object]]]:
+    """id(root) -> who reads it: (node, the view it reads) for each read; (None, view) for a graph output."""
+    found: dict[int, list] = {}
+    for node in graph.nodes:
+        views = node.leaves.values() if isinstance(node, Pointwise) else node.inputs
+        for view in views:
+            if view.device.type == "meta":
+                found.setdefault(id(root_of(view)), []).append((node, view))
+    for out in graph.outputs:
+        found.setdefault(id(root_of(out)), []).append((None, out))
+    return found
+
+
+def fusable(graph: Graph) -> dict[str, str]:
+    """Producer node name -> consumer node name, for every edge that may fuse."""
+    produced = {id(root_of(n.out)): n for n in graph.nodes if isinstance(n, Pointwise)}
+    edges = {}
+    for key, reads in readers(graph).items():
+        producer = produced.get(key)
+        consumers = {id(node) for node, _ in reads}
+        if producer is None or len(consumers) != 1:
+            continue
+        consumer = reads[0][0]
+        if isinstance(consumer, Pointwise) and all(is_whole(view) and view.shape == producer.out.shape
+                                                   for _, view in reads) and _keeps_rounding(producer, consumer):
+            edges[producer.name] = consumer.name
+    return edges
+
+
+def _keeps_rounding(producer: Pointwise, consumer: Pointwise) -> bool:
+    """Inlining skips the producer's store, so a result rounded to a 16-bit float would reach the consumer
+    unrounded: fine where the consumer's own result is that dtype (its tolerance is that dtype's), not where it
+    is wider (``x.to(torch.bfloat16).float()`` must keep the rounding)."""
+    narrow = (torch.bfloat16, torch.float16)
+    return producer.out.dtype not in narrow or consumer.out.dtype == producer.out.dtype
+
+
+def fused_expressions(graph: Graph, knobs: dict[str, bool]) -> dict[str, tuple[Expr, dict[str, object]]]:
+    """For each pointwise node that stays a kernel: its expression with every fused producer inlined, and the
+    leaves it reads (renamed v0, v1, ... in first-use order, one variable per distinct view)."""
+    edges = fusable(graph)
+    inline = {name for name in edges if knobs.get(PREFIX + name, True)}
+    by_root = {id(root_of(n.out)): n for n in graph.nodes if isinstance(n, Pointwise)}
+    result = {}
+    for node in graph.nodes:
+        if not isinstance(node, Pointwise) or node.name in inline:
+            continue
+        leaves: dict[str, object] = {}
+        keys: dict[tuple, str] = {}
+
+        def expand(n: Pointwise) -> Expr:
+            values = {}
+            for var, view in n.leaves.items():
+                producer = by_root.get(id(root_of(view)))
+                if producer is not None and producer.name in inline:
+                    values[var] = expand(producer)
+                    continue
+                key = (id(root_of(view)), tuple(view.shape), tuple(view.stride()), view.storage_offset(),
+                       view.dtype)
+                if key not in keys:
+                    keys[key] = f"v{len(keys)}"
+                    leaves[keys[key]] = view
+                values[var] = Var(keys[key])
+            return substitute(n.expr, values)
+
+        result[node.name] = (expand(node), leaves)
+    return result

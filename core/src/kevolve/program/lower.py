@@ -1,0 +1,178 @@
+"""Lower a captured graph to a :class:`Program`: kernels (each a conformance :class:`KernelSpec`), the views they
+read and write, and the buffers behind them (the caller's inputs and outputs, scratch for intermediates, host
+constants that ``prepare`` packed).
+
+The same graph lowers differently under different fusion knobs (:mod:`kevolve.program.fuse`); everything else
+is fixed by the graph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kevolve.conformance.kernel import KernelSpec, kernel_spec
+from kevolve.conformance.samples import Case
+from kevolve.program.fuse import fused_expressions
+from kevolve.program.graph import Graph, LoweringError, Pointwise, is_whole, root_of
+from kevolve.problems.problem import dtype_name
+from kevolve.synthesis.expr import Var, substitute
+
+#: scratch buffers start at multiples of this many bytes (a cache line; the widest vector load)
+ALIGN = 64
+
+INPUT, OUTPUT, SCRATCH, CONST = "input", "output", "scratch", "const"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Memory the launcher hands to kernels: ``index`` is the caller's input or output number, or the byte offset
+    into scratch; a constant carries its ``values``."""
+
+    kind: str
+    dtype: str
+    numel: int
+    index: int = 0
+    values: tuple = ()
+
+
+@dataclass(frozen=True)
+class View:
+    """One tensor argument of a kernel: a buffer seen at a shape, strides (elements) and offset."""
+
+    buffer: str
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+
+@dataclass
+class Step:
+    """One kernel launch: ``name`` (the graph node it computes) keys its knobs."""
+
+    name: str
+    kernel: KernelSpec
+    inputs: list[View]
+    outputs: list[View]
+    #: the user's line it computes (``model.py:12 (return x.relu())``), "" when export kept none
+    source: str = ""
+
+
+@dataclass
+class Program:
+    name: str
+    inputs: list[tuple[tuple[int, ...], str]]
+    outputs: list[tuple[tuple[int, ...], str]]
+    buffers: dict[str, Buffer] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    scratch_bytes: int = 0
+
+    def describe(self) -> str:
+        lines = [f"program {self.name}: {len(self.steps)} kernels, {self.scratch_bytes} bytes of scratch"]
+        lines += [f"  {s.name}: {s.kernel.describe()}" + (f"  [{s.source}]" if s.source else "")
+                  for s in self.steps]
+        return "\n".join(lines)
+
+
+def _itemsize(dtype: str) -> int:
+    return torch.empty((), dtype=getattr(torch, dtype)).element_size()
+
+
+class _Buffers:
+    def __init__(self, graph: Graph, program: Program) -> None:
+        self.graph, self.program = graph, program
+        self.names: dict[int, str] = {}
+        #: the constants' roots, kept alive so their ids stay theirs
+        self.constants: list[torch.Tensor] = []
+
+    def name(self, root: torch.Tensor) -> str:
+        key = id(root)
+        if key not in self.names:
+            self.names[key] = f"b{len(self.names)}"
+            if key in self.graph.inputs:
+                self.program.buffers[self.names[key]] = Buffer(INPUT, dtype_name(root.dtype), root.numel(),
+                                                               self.graph.inputs[key])
+        return self.names[key]
+
+    def view(self, t: torch.Tensor) -> View:
+        root = root_of(t)
+        if t.device.type != "meta":  # a constant: geometry prepare packed, an arange; its root's values once
+            if id(root) not in self.names:
+                self.names[id(root)] = f"c{len(self.program.buffers)}"
+                flat = root.contiguous().reshape(-1)
+                self.program.buffers[self.names[id(root)]] = Buffer(CONST, dtype_name(t.dtype), flat.numel(), 0,
+                                                                    tuple(flat.tolist()))
+                self.constants.append(root)
+            return View(self.names[id(root)], dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()),
+                        t.storage_offset())
+        return View(self.name(root), dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()), t.storage_offset())
+
+
+def _identity(graph: Graph, name: str, src: torch.Tensor, dst: torch.Tensor) -> Pointwise:
+    return Pointwise(name, Var("v0"), {"v0": src.expand(dst.shape)}, dst, "")
+
+
+def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
+    """The program under ``knobs`` (missing fusion knobs: fuse)."""
+    knobs = knobs or {}
+    program = Program(graph.name, [(s, dtype_name(d)) for s, d in graph.input_specs],
+                      [(tuple(o.shape), dtype_name(o.dtype)) for o in graph.outputs])
+    buffers = _Buffers(graph, program)
+    # outputs: a whole result of a node becomes the caller's output buffer; anything else (an input, a view, a
+    # value returned twice) is copied there
+    nodes = list(graph.nodes)
+    produced = {id(root_of(o)) for n in nodes for o in ([n.out] if isinstance(n, Pointwise) else n.outputs)}
+    taken: dict[int, int] = {}
+    for j, out in enumerate(graph.outputs):
+        key = id(root_of(out))
+        if is_whole(out) and key in produced and key not in taken:
+            taken[key] = j
+        else:
+            dst = graph.root(tuple(out.shape), out.dtype)
+            nodes.append(_identity(graph, f"output{j}", out, dst))
+            taken[id(root_of(dst))] = j
+    graph_for_fusion = Graph(graph.name, nodes, graph.roots, graph.inputs, graph.input_specs, graph.outputs)
+    expressions = fused_expressions(graph_for_fusion, knobs)
+    for key, j in taken.items():
+        root = next(r for r in graph.roots if id(r) == key)
+        buffers.names[key] = f"out{j}"
+        program.buffers[f"out{j}"] = Buffer(OUTPUT, dtype_name(root.dtype), root.numel(), j)
+    written: set[int] = set()
+    for node in nodes:
+        if isinstance(node, Pointwise):
+            if node.name not in expressions:
+                continue  # fused into its consumer
+            expr, leaves = expressions[node.name]
+            # the compute type follows the first input: a floating one first (a bool mask computes nothing)
+            order = sorted(leaves, key=lambda v: not leaves[v].dtype.is_floating_point)
+            renamed = {old: Var(f"in{i}") for i, old in enumerate(order)}
+            expr = substitute(expr, renamed)
+            inputs = [leaves[v] for v in order]
+            spec = KernelSpec(f"fused[{node.name}]", tuple((f"in{i}", dtype_name(t.dtype)) for i, t in
+                                                           enumerate(inputs)),
+                              (dtype_name(node.out.dtype),), expr, "broadcast")
+            outputs = [node.out]
+        else:
+            case = Case(node.name, node.inputs, node.outputs, node.attrs, spec=node.spec)
+            spec, inputs, outputs = kernel_spec(case), node.inputs, node.outputs
+        for t in inputs:
+            if t.device.type == "meta" and id(root_of(t)) not in graph.inputs and id(root_of(t)) not in written:
+                raise LoweringError(f"{graph.name!r}: {node.name} reads a result its kernel does not write "
+                                    "(e.g. native_layer_norm's statistics)")
+        for o in outputs:
+            written.add(id(root_of(o)))
+        program.steps.append(Step(node.name, spec, [buffers.view(t) for t in inputs],
+                                  [buffers.view(o) for o in outputs], node.source))
+    offset = 0
+    for key, name in buffers.names.items():
+        if name in program.buffers:  # inputs, outputs and constants
+            continue
+        root = next(r for r in graph.roots if id(r) == key)
+        program.buffers[name] = Buffer(SCRATCH, dtype_name(root.dtype), root.numel(), offset)
+        offset += math.ceil(root.numel() * _itemsize(dtype_name(root.dtype)) / ALIGN) * ALIGN
+    program.scratch_bytes = offset
+    return program

@@ -1,0 +1,74 @@
+"""Lowering: every ATen overload the table lists binds to an existing conformance entry; graphs lower to kernels
+of the target's recipes, views fold into the kernels' strides, intermediates land in scratch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from program_problems import PROBLEMS
+
+from kevolve.conformance.table import OPS
+from kevolve.problems.kernelbench import KernelBenchProblem
+from kevolve.program.capture import capture
+from kevolve.program.graph import LoweringError, build
+from kevolve.program.lower import CONST, INPUT, OUTPUT, SCRATCH, lower
+from kevolve.program.overloads import OVERLOADS, Overload
+
+
+def _meta(*shape: int) -> torch.Tensor:
+    return torch.empty(shape, device="meta")
+
+
+def test_every_overload_binds_to_a_conformance_entry():
+    x = _meta(2, 3, 4, 4)
+    samples = {  # arguments per overload that needs more than a tensor
+        torch.ops.aten.convolution.default: (x, _meta(5, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+        torch.ops.aten.max_pool2d_with_indices.default: (x, [2, 2]),
+        torch.ops.aten.native_layer_norm.default: (x, [4], None, None, 1e-5),
+        torch.ops.aten._softmax.default: (x, -1, False),
+    }
+    for overload, args in samples.items():
+        name, *_ = OVERLOADS[overload].adapt(*args)
+        assert name in OPS, overload
+    for overload, entry in OVERLOADS.items():
+        assert isinstance(entry, Overload)
+        try:
+            name = entry.adapt(x, x)[0]
+        except (TypeError, NotImplementedError, AttributeError, IndexError):
+            continue  # needs other arguments: covered above or by the programs
+        assert name in OPS, f"{overload} binds to {name!r}, not a conformance entry"
+
+
+def test_views_fold_into_strides_and_intermediates_go_to_scratch():
+    graph = build(capture(KernelBenchProblem(PROBLEMS / "pointwise_chain.py")), "chain")
+    program = lower(graph)
+    assert len(program.steps) == 1 and program.scratch_bytes == 0
+    step = program.steps[0]
+    # y.t() is read through its strides (a transposed view of input 1), the shift through a broadcast stride 0
+    strides = {program.buffers[v.buffer].index: v.strides for v in step.inputs
+               if program.buffers[v.buffer].kind == INPUT}
+    assert strides[1] == (1, 33) and strides[2] == (0, 1)
+    assert program.buffers[step.outputs[0].buffer].kind == OUTPUT
+
+
+def test_a_chain_with_kernels_between_keeps_intermediates_in_aligned_scratch():
+    program = lower(build(capture(KernelBenchProblem(PROBLEMS / "linear_gelu_layernorm.py")), "chain"))
+    # addmm over the transposed weight is linear's gemm (reading the weight's rows, no copy), gelu, layer norm
+    assert [(s.kernel.op, s.kernel.layout) for s in program.steps] == [
+        ("nn.functional.linear", "gemm"), ("fused[gelu]", "broadcast"), ("nn.functional.layer_norm", "norm")]
+    scratch = [b for b in program.buffers.values() if b.kind == SCRATCH]
+    assert scratch and all(b.index % 64 == 0 for b in scratch)
+    assert program.scratch_bytes >= sum(b.numel * 4 for b in scratch)
+    assert any(b.kind == CONST for b in program.buffers.values())  # the norm's packed geometry
+
+
+def test_an_unsupported_op_names_the_overload_and_the_line():
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.fft.fft(x).real
+
+    from kevolve.program.capture import Captured
+
+    exported = torch.export.export(Model(), (torch.randn(8),)).run_decompositions()
+    with pytest.raises(LoweringError, match=r"no ATen kernel covers aten\._fft_r2c\.default.*test_lower\.py"):
+        build(Captured(exported, {"x": 0}, [torch.randn(8)]), "fft")

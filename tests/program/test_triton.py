@@ -1,0 +1,61 @@
+"""Programs on the Triton targets, through the Triton interpreter: one file of every step's Triton kernels plus a
+launcher that views the harness's scratch buffers; and the scratch contract for Python launchers."""
+
+from __future__ import annotations
+
+import pytest
+from program_problems import PROBLEMS
+
+pytest.importorskip("triton")
+
+import kevolve  # noqa: E402
+from kevolve.harness.pipeline import evaluate_candidate  # noqa: E402
+from kevolve.problems.kernelbench import KernelBenchProblem  # noqa: E402
+from kevolve.synthesis.base import Candidate  # noqa: E402
+
+
+@pytest.mark.parametrize("target,name", [("mtia_sim", "linear_gelu_layernorm"), ("mtia_sim", "pointwise_chain"),
+                                         ("nvidia_h100", "conv_bias_relu_maxpool")])
+def test_program_is_correct_offline_on_a_triton_target(target, name, check_only):
+    result = kevolve.optimize(str(PROBLEMS / f"{name}.py"), target=target, budget=1, harness=check_only)
+    evaluations = [n.evaluation for n in result.nodes]
+    assert evaluations and all(e.correct for e in evaluations), [(e.status, e.reason[:300]) for e in evaluations]
+    source = result.nodes[0].source
+    assert result.nodes[0].recipe == "program.triton" and "def kernel(inputs, outputs, buffers)" in source
+    assert "torch" not in source.split("def kernel(inputs, outputs, buffers)")[1]
+
+
+SCRATCH_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+def scratch(inputs, outputs):
+    return [("float32", inputs[0].numel()), ("int64", [7, 8])]
+
+
+def kernel(inputs, outputs, buffers):
+    x, out = inputs[0], outputs[0]
+    n = x.numel()
+    if buffers[1].shape != (2,) or buffers[0].numel() != n:
+        raise RuntimeError("declined: the scratch it asked for")
+    tmp = buffers[0].as_strided(tuple(x.shape), tuple(x.stride()), 0)
+    _relu[(triton.cdiv(n, 1024),)](x, tmp, n, BLOCK=1024)
+    _relu[(triton.cdiv(n, 1024),)](tmp, out, n, BLOCK=1024)
+'''
+
+
+def test_a_python_launcher_gets_the_buffers_it_asks_for(check_only):
+    problem = KernelBenchProblem(PROBLEMS / "relu_model.py")
+    evaluation = evaluate_candidate(Candidate(SCRATCH_KERNEL, "triton"), problem, "mtia_sim", check_only)
+    assert evaluation.correct, evaluation.reason
+    wrong = SCRATCH_KERNEL.replace('("int64", [7, 8])', '("int64", [7])')
+    evaluation = evaluate_candidate(Candidate(wrong, "triton"), problem, "mtia_sim", check_only)
+    assert not evaluation.correct and "the scratch it asked for" in evaluation.reason
