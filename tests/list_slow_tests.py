@@ -22,7 +22,7 @@ def slow_functions(log: str, seconds: float) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("log", type=Path)
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
     found = slow_functions(args.log.read_text(), args.seconds)
     LIST.write_text("".join(f"{name}\n" for name in found))

@@ -23,11 +23,11 @@ def tree_shape(result):
 
 @pytest.mark.parametrize("search", ["mcts", "evolution"])
 def test_same_seed_same_tree(fake_plugin, tmp_path, fast_harness, search):
-    a = kevolve.optimize("relu", target="fake", budget=10, seed=3, store=tmp_path / "a.sqlite", search=search,
+    a = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "a.sqlite", search=search,
                          harness=fast_harness)
-    b = kevolve.optimize("relu", target="fake", budget=10, seed=3, store=tmp_path / "b.sqlite", search=search,
+    b = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "b.sqlite", search=search,
                          harness=fast_harness)
-    c = kevolve.optimize("relu", target="fake", budget=10, seed=4, store=tmp_path / "c.sqlite", search=search,
+    c = kevolve.optimize("relu", target="fake", budget=6, seed=4, store=tmp_path / "c.sqlite", search=search,
                          harness=fast_harness)
     assert tree_shape(a) == tree_shape(b)
     assert tree_shape(a) != tree_shape(c)
@@ -74,19 +74,22 @@ def test_results_do_not_leak_across_targets_or_shapes(fake_plugin, fast_harness)
     assert any(n.note == "won on a similar problem" for n in other_shape.nodes)
 
 
-def test_killed_session_resumes_without_losing_nodes(tmp_path):
+def test_killed_session_resumes_without_losing_nodes(tmp_path, fast_harness):
     store = tmp_path / "killed.sqlite"
     env = {**os.environ, "KEVOLVE_PLUGINS": "fake_backend",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
     script = ("import kevolve, sys\n"
-              "kevolve.optimize('relu', target='fake', budget=20, seed=1, store=sys.argv[1], stall=100,\n"
+              "from kevolve.harness.pipeline import HarnessConfig\n"
+              "kevolve.optimize('relu', target='fake', budget=10, seed=1, store=sys.argv[1], stall=100,\n"
+              "    harness=HarnessConfig(timeout_s=60, repeats=5, sample_s=0.0005, workdir=sys.argv[2]),\n"
               "    progress=lambda e: print('NODE', e['node'], flush=True) if e['kind'] == 'node' else None)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script, str(store)], stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", script, str(store), str(fast_harness.workdir)],
+                            stdout=subprocess.PIPE, text=True, env=env)
     seen = 0
     for line in proc.stdout:
         if line.startswith("NODE"):
             seen += 1
-        if seen == 5:
+        if seen == 4:
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
@@ -94,17 +97,17 @@ def test_killed_session_resumes_without_losing_nodes(tmp_path):
     session = db.sessions()[0]
     assert session.status == "dead"  # stored as running, but its process is gone
     before = db.nodes(session.id)
-    assert len(before) >= 5
+    assert len(before) >= 4
 
     os.environ["KEVOLVE_PLUGINS"] = "fake_backend"
     try:
         from kevolve.plugins import reset_manager
 
         reset_manager()
-        resumed = kevolve.resume(session.id, store=store)
+        resumed = kevolve.resume(session.id, store=store, harness=fast_harness)
     finally:
         os.environ.pop("KEVOLVE_PLUGINS")
         reset_manager()
     after = Store(store).nodes(session.id)
     assert [(n.node_id, n.source_hash) for n in after[: len(before)]] == [(n.node_id, n.source_hash) for n in before]
-    assert len(resumed.nodes) == 20 and Store(store).session(session.id).status == "done"
+    assert len(resumed.nodes) == 10 and Store(store).session(session.id).status == "done"
