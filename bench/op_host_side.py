@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from pathlib import Path
 
 import torch
 from kevolve.api import resolve_problem
@@ -63,3 +64,9 @@ for name, dims, dtype in [("relu", {"n": 8}, "float32"), ("layer_norm", {"rows":
     k = impl.kernel
     print(name, "raw", per_call(lambda: k(xs, outs)), "impl", per_call(lambda: impl(*xs)),
           "op", per_call(lambda: op(*xs)), "eager", per_call(lambda: p.reference(xs)))
+    if hasattr(k, "signatures"):  # a Triton kernel: its launches per call, and whether the op replays them
+        sys.path.insert(0, str(Path(__file__).parent))
+        from op_overhead import python_launches
+
+        print(f"  {python_launches(lambda: k(xs, outs)):g} launches per call; op signatures {k.signatures()}, "
+              f"declined {k.declined or 'none'}")

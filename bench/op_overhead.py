@@ -6,14 +6,16 @@ eager PyTorch and torch.compile, per call and inside a CUDA graph, and what the 
 
 Each (op, size) is one kernel: the default point of the target's first recipe for the problem at that size
 (``--search N`` searches N candidates instead). ``tiny`` is the op's smallest checked shape, where device time is
-negligible and the host side is the whole cost; ``default`` is the op's timing shape.
+negligible and the host side is the whole cost; ``default`` is the op's timing shape. Where outputs are sized by
+input values (jagged_truncate), every contender cycles through four input sets, as a caller's batches differ.
 
 Per call: each contender is called back to back ``inner`` times and the device synchronised once; the samples of
 all contenders are taken round-robin, ``rounds`` times (medians with [p10..p90]). That is the rate a loop of calls
 gets: host-bound where the host side is longer than the device's, device-bound otherwise. ``raw`` is the
 kernel's launcher with outputs allocated once beforehand; ``op`` the registered op, with its shape lookup,
 output allocation and any read that sizes an output; ``in graph``: the same calls replayed from a CUDA graph
-(GPU targets; "-" where capture fails, e.g. a size read back to the host). ``harness`` is the kernel's time and
+(GPU targets; "-" where capture fails, e.g. a size read back to the host), and how many Triton launches a call of
+the op makes from Python (0 once its launches are replayed from C). ``harness`` is the kernel's time and
 speedup over eager as ``kevolve evaluate`` reports them (on GPUs: device time, each call on a cold L2). The script
 runs under the harness workers' malloc settings (``kevolve.harness.isolation.MALLOC_ENV``), as the harness times.
 """
@@ -21,6 +23,7 @@ runs under the harness workers' malloc settings (``kevolve.harness.isolation.MAL
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -97,6 +100,19 @@ def per_call(thunks: dict, device: str, rounds: int, sample_s: float) -> dict[st
     return samples
 
 
+def python_launches(thunk, calls: int = 5) -> float | None:
+    """Triton launches made from Python per call of ``thunk``: 0 where the op replays its launches from C; None
+    without Triton."""
+    try:
+        from kevolve_triton.replay import python_launches as counting
+    except ImportError:
+        return None
+    with counting() as counted:
+        for _ in range(calls):
+            thunk()
+    return counted[0] / calls
+
+
 def graph_thunk(thunk, calls: int = 20):
     """``calls`` calls of ``thunk`` captured in one CUDA graph (after warm-up on a side stream), as a thunk that
     replays it and counts ``calls``; None where capture fails."""
@@ -129,17 +145,29 @@ def measure(op_name: str, dtype: str | None, dims: dict[str, int], size: str, ar
     source, language, chosen = kernel_for(problem, args.target, args.search, workdir)
     raw, device = raw_launcher(problem, args.target, source, language, workdir / "builds")
     op = torch_op(problem, args.target, source, language)
-    inputs = [t.to(device) for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
-    caller = inputs[: len(inputs) - len(problem.extra_inputs())]
-    outputs = [torch.empty(shape, dtype=dt, device=device) for shape, dt in problem.output_specs(inputs)]
+    # outputs sized by values: a caller's batches differ from call to call, so every contender cycles through
+    # input sets of different sizes (as the harness draws fresh inputs each round)
+    generator = torch.Generator().manual_seed(0)
+    sets = [[t.to(device) for t in problem.make_inputs(problem.dims, generator)]
+            for _ in range(4 if problem.sizing_source() is not None else 1)]
+    inputs = sets[0]
+    n_caller = len(inputs) - len(problem.extra_inputs())
+    outputs = [[torch.empty(shape, dtype=dt, device=device) for shape, dt in problem.output_specs(s)] for s in sets]
     compiled = compiled_reference(problem, "compile")
-    thunks = {"raw": lambda: raw(inputs, outputs), "op": lambda: op(*caller),
-              "eager": lambda: problem.reference(inputs), "compile": lambda: compiled(*inputs)}
+
+    def rotating(call):
+        turn = itertools.cycle(range(len(sets)))
+        return lambda: call(next(turn))
+
+    thunks = {"raw": rotating(lambda i: raw(sets[i], outputs[i])), "op": rotating(lambda i: op(*sets[i][:n_caller])),
+              "eager": rotating(lambda i: problem.reference(sets[i])),
+              "compile": rotating(lambda i: compiled(*sets[i]))}
     for name in ("op", "eager"):
         replay = graph_thunk(thunks[name]) if device != "cpu" else None
         if replay is not None:
             thunks[f"{name} in graph"] = replay[0]
     samples = per_call(thunks, device, args.rounds, args.sample_s)
+    launches = python_launches(thunks["op"]) if device != "cpu" else None
     for name in [n for n in samples if n.endswith("in graph")]:
         samples[name] = [s / 20 for s in samples[name]]  # 20 calls per replay
     harness, status = {}, "not run"
@@ -153,7 +181,7 @@ def measure(op_name: str, dtype: str | None, dims: dict[str, int], size: str, ar
     ratios = [e / o for e, o in zip(samples["eager"], samples["op"])]
     return {"op": op_name, "size": size, "shape": problem.dims, "dtype": str(problem.dtype).removeprefix("torch."),
             "kernel": chosen, "language": language, "samples": samples, "op_vs_eager": statistics.median(ratios),
-            "harness": harness, "harness_status": status, "op_doc": op.__doc__}
+            "harness": harness, "harness_status": status, "op_doc": op.__doc__, "python_launches": launches}
 
 
 def cell(samples: list[float] | None) -> str:
@@ -166,7 +194,7 @@ def cell(samples: list[float] | None) -> str:
 def table(rows: list[dict], info: dict, command: str) -> list[str]:
     graphs = any("op in graph" in r["samples"] for r in rows)
     head = ["op", "shape", "dtype", "kernel", "raw", "op", "op - raw", "eager", "compile", "eager / op"]
-    head += ["op in graph", "eager in graph"] if graphs else []
+    head += ["op in graph", "eager in graph", "Python launches / op call"] if graphs else []
     head += ["harness kernel", "harness vs eager"]
     lines = [f"# What a call costs: the kernel op against its raw launcher, eager and torch.compile ({info['target']})",
              "", f"`{command}`", "", "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
@@ -181,7 +209,9 @@ def table(rows: list[dict], info: dict, command: str) -> list[str]:
         cells = [r["op"], shape, r["dtype"], r["kernel"], cell(s["raw"]), cell(s["op"]),
                  f"{(statistics.median(s['op']) - statistics.median(s['raw'])) * 1e6:+.1f}", cell(s["eager"]),
                  cell(s["compile"]), f"{r['op_vs_eager']:.2f}x"]
-        cells += [cell(s.get("op in graph")), cell(s.get("eager in graph"))] if graphs else []
+        launches = r.get("python_launches")
+        cells += [cell(s.get("op in graph")), cell(s.get("eager in graph")),
+                  "-" if launches is None else f"{launches:g}"] if graphs else []
         cells += [f"{harness['kernel_s'] * 1e6:.1f}", f"{harness['speedup']['median']:.2f}x"] if harness else \
             [r["harness_status"], "-"]
         lines.append("| " + " | ".join(cells) + " |")

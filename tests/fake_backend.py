@@ -78,7 +78,7 @@ class PyRunner(Runner):
 
         return call
 
-    def time_interleaved(self, thunks, *, repeats, inner):
+    def time_interleaved(self, thunks, *, repeats, inner, host_clock=False):
         for thunk in thunks.values():
             thunk()
         if "kernel" in thunks and not self.sampled.get("kernel"):  # once per evaluation (it times in rounds)

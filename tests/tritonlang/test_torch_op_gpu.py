@@ -8,19 +8,9 @@ import torch
 
 pytest.importorskip("kevolve_nvidia")
 
-from kevolve.api import resolve_problem  # noqa: E402
-from kevolve.delivery.op import torch_op  # noqa: E402
-from kevolve.plugins import get_manager  # noqa: E402
+from triton_cases import default_op
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
-
-
-def default_op(name: str, dims: dict, dtype: str):
-    problem = resolve_problem(name, dims, dtype, None)
-    registered = get_manager().target("nvidia_h100")
-    recipe = next(r for r in registered.backend.recipes(registered.spec) if r.supports(problem))
-    params = recipe.space(problem, registered.backend.facts(registered.spec)).default()
-    return problem, torch_op(problem, "nvidia_h100", recipe.render(problem, params), recipe.language)
 
 
 def test_a_capturable_op_replays_from_a_cuda_graph_and_under_reduce_overhead():

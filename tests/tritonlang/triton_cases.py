@@ -14,6 +14,18 @@ def catalog_problem(op: str, dtype: str, dims: dict[str, int] | None = None, **a
     return CatalogProblem(get_manager().ops.get(op), dims=dims, dtype=dtype, attrs=attrs or None)
 
 
+def default_op(name: str, dims: dict, dtype: str):
+    """The problem and the op (``torch_op``) of its first recipe's default point on the H100 target."""
+    from kevolve.api import resolve_problem
+    from kevolve.delivery.op import torch_op
+
+    problem = resolve_problem(name, dims, dtype, None)
+    registered = get_manager().target(TARGET)
+    recipe = next(r for r in registered.backend.recipes(registered.spec) if r.supports(problem))
+    params = recipe.space(problem, registered.backend.facts(registered.spec)).default()
+    return problem, torch_op(problem, TARGET, recipe.render(problem, params), recipe.language)
+
+
 def recipe_for(recipes, prob):
     matches = [r for r in recipes if r.supports(prob)]
     assert len(matches) >= 1, prob.name

@@ -80,9 +80,11 @@ class CppKernel:
         if code != 0:
             raise RuntimeError(f"kernel declined these arguments (returned {code})")
 
-    def native_launch(self, build_library: Callable[[Path, list[Path]], Path]) -> tuple[int, int]:
+    def native_launch(self, build_library: Callable[[Path, list[Path]], Path],
+                      value_dependent: bool = False) -> tuple[int, int]:
         """The C function that launches this kernel from the op's native per-call path, and its state (the
-        kernel's entry points: ``kevolve_kernel``, then ``kevolve_scratch_bytes`` or null)."""
+        kernel's entry points: ``kevolve_kernel``, then ``kevolve_scratch_bytes`` or null). The same whether or
+        not output sizes depend on values (``value_dependent``): the kernel reads its outputs' sizes itself."""
         self._launch = ctypes.CDLL(str(launch_library(build_library)))
         self._entries = (ctypes.c_void_p * 2)(ctypes.cast(self._fn, ctypes.c_void_p).value,
                                               ctypes.cast(self._scratch, ctypes.c_void_p).value

@@ -99,5 +99,8 @@ class TritonBackend(Backend, TritonDevice):
 
         if language != "triton":
             raise NotImplementedError(f"{type(self).__name__} cannot export {language!r} kernels")
+        from kevolve_triton.standalone import replaying
+
         return write_package(source, language, target.name,
-                             "torch and triton (TRITON_INTERPRET=1 runs it on CPU tensors)", directory)
+                             "torch and triton (TRITON_INTERPRET=1 runs it on CPU tensors)", directory,
+                             *replaying())

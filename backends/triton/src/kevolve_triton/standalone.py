@@ -30,3 +30,16 @@ def write_package(source: str, language: str, target: str, needs: str, directory
     (directory / "__init__.py").write_text(_INIT.format(language=language, target=target, needs=needs,
                                                         export=export))
     return ["__init__.py", *files]
+
+
+def replaying() -> tuple[dict[str, str], str]:
+    """The support modules and export that make ``kernel`` a :class:`kevolve_triton.replay.ReplayKernel`, so an
+    installed op replays its launches from C as it does in kevolve (and gets the scratch buffers it asks for)."""
+    import kevolve.backend.scratch as scratch
+
+    here = Path(__file__).resolve().parent
+    support = {"replay.py": (here / "replay.py").read_text(), "replay.cpp": (here / "replay.cpp").read_text(),
+               "scratch.py": Path(scratch.__file__).read_text()}
+    export = ("from . import kernel as _file\nfrom .replay import ReplayKernel\nfrom .scratch import allocate\n\n"
+              "kernel = ReplayKernel(_file, allocate)")
+    return support, export

@@ -19,7 +19,7 @@ from kevolve.backend.toolchain import BuildResult
 class KernelFn(Protocol):
     """A loaded kernel: ``kernel(inputs, outputs)``. A loader may give it more to say, which core asks for where
     present: ``outside_contract() -> list[str]``, once it has run, what it called outside its language's
-    contract (e.g. a numba kernel's BLAS routines); ``native_launch(build_library)``, a C function the op's
+    contract (e.g. a numba kernel's BLAS routines); ``native_launch(build_library, value_dependent)``, a C function the op's
     native per-call path launches it with (see kevolve.delivery.runtime)."""
 
     def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None: ...
@@ -65,10 +65,11 @@ class Runner(ABC):
         """Evict caches between repetitions where the runner's timing model asks for cold caches."""
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
-                         inner: dict[str, int]) -> dict[str, list[float]]:
+                         inner: dict[str, int], host_clock: bool = False) -> dict[str, list[float]]:
         """Seconds per call for each thunk, sampled round-robin so that machine noise (frequency changes,
         neighbours) hits every contender alike. ``inner[name]`` calls are timed together per sample so that
-        each sample is long enough for the clock."""
+        each sample is long enough for the clock. Here always by the host's clock over back-to-back calls;
+        ``host_clock`` asks a runner that times otherwise (device events) to time so too."""
         samples: dict[str, list[float]] = {name: [] for name in thunks}
         for _ in range(repeats):
             for name, thunk in thunks.items():

@@ -5,7 +5,9 @@
 // no Python but the kernel's own launcher. It keeps the outputs' shapes and dtypes per input signature (dtypes and
 // sizes) and asks the op's Python shape function, registered as NS::NAME__shapes, only for a signature it has not
 // seen, or on every call where sizes depend on input values; then it allocates the outputs and launches the kernel
-// through the C function it offers (a compiled CPU kernel's, e.g.).
+// through the C function it offers (a compiled CPU kernel's, e.g.). That function may leave a call to Python by
+// returning KEVOLVE_RUN_IN_PYTHON (a Triton kernel learning its launches, kevolve_triton/replay.cpp): the op's
+// Python helper NS::NAME__python then runs the kernel's own launcher on the same tensors.
 //
 // kevolve_raise_on_backward registers PyTorch's own fallback for ops without a derivative at the Autograd key:
 // backward raises "derivative for NS::NAME is not implemented" instead of passing on a missing gradient, at no cost
@@ -27,6 +29,8 @@
 #include <vector>
 
 namespace {
+
+constexpr int KEVOLVE_RUN_IN_PYTHON = 0x4b455650;
 
 // A kernel's own launch from C: returns 0, or the kernel's non-zero code when it declines the arguments.
 using Launch = int (*)(void* state, const at::Tensor* inputs, int64_t n_inputs, const at::Tensor* outputs,
@@ -55,7 +59,7 @@ class KernelOp final : public c10::OperatorKernel {
  public:
   KernelOp(std::string qualname, int64_t n_inputs, bool value_dependent, Launch launch, void* state)
       : qualname_(std::move(qualname)), n_inputs_(n_inputs), value_dependent_(value_dependent), launch_(launch),
-        state_(state), shapes_(helper("__shapes")) {
+        state_(state), shapes_(helper("__shapes")), python_(helper("__python")) {
     TORCH_CHECK(launch_ != nullptr, qualname_, ": no launch function");
     if (auto provider = c10::Dispatcher::singleton().findSchema({qualname_ + "__extras", ""})) {  // weights, once
       torch::jit::Stack stack;
@@ -75,8 +79,13 @@ class KernelOp final : public c10::OperatorKernel {
     outputs.reserve(specs.size());
     for (const auto& spec : specs) outputs.push_back(at::empty(spec.sizes, options.dtype(spec.dtype)));
     inputs.insert(inputs.end(), extras_.begin(), extras_.end());
-    const int code = launch_(state_, inputs.data(), static_cast<int64_t>(inputs.size()), outputs.data(),
-                             static_cast<int64_t>(outputs.size()));
+    int code = launch_(state_, inputs.data(), static_cast<int64_t>(inputs.size()), outputs.data(),
+                       static_cast<int64_t>(outputs.size()));
+    if (code == KEVOLVE_RUN_IN_PYTHON) {  // NS::NAME__python(Tensor[] inputs, Tensor(a!)[] outputs) -> ()
+      torch::jit::Stack call{c10::IValue(inputs), c10::IValue(outputs)};
+      python_.callBoxed(&call);
+      code = 0;
+    }
     TORCH_CHECK(code == 0, qualname_, ": the kernel declined these arguments (returned ", code, ")");
     for (auto& output : outputs) torch::jit::push(*stack, std::move(output));
   }
@@ -121,6 +130,7 @@ class KernelOp final : public c10::OperatorKernel {
   Launch launch_;
   void* state_;
   c10::OperatorHandle shapes_;
+  c10::OperatorHandle python_;
   std::vector<at::Tensor> extras_;
   std::mutex mutex_;
   std::map<std::vector<int64_t>, std::vector<Spec>> cache_;

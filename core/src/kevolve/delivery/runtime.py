@@ -135,8 +135,10 @@ def bind_native(name: str, op: KernelOp, lib: Any) -> str:
 
     The native path calls back into Python through helper ops: ``kevolve::name__shapes(Tensor[] inputs) ->
     Tensor[]`` (one meta tensor per output) for signatures it has not seen (every call where sizes depend on
-    values), and ``kevolve::name__extras() -> Tensor[]`` once for a module's weights. Python run by an op is
-    hidden from torch.compile, which would otherwise try to compile it when a compiled graph calls the op."""
+    values), ``kevolve::name__extras() -> Tensor[]`` once for a module's weights, and ``kevolve::name__python(
+    Tensor[] inputs, Tensor(a!)[] outputs) -> ()`` for the calls the launch function leaves to the kernel's own
+    launcher (a Triton kernel learning a signature's launches). Python run by an op is hidden from torch.compile,
+    which would otherwise try to compile it when a compiled graph calls the op."""
     key = DISPATCH_KEYS.get(op.device.type, "CompositeExplicitAutograd")
     launch = getattr(op.kernel, "native_launch", None)
     try:
@@ -144,7 +146,7 @@ def bind_native(name: str, op: KernelOp, lib: Any) -> str:
             lib.impl(name, torch.compiler.disable(op), key)
             return "Python (shape lookup, allocation) and the kernel's Python launcher"
         native = _native()
-        function, state = launch(build_torch_library)
+        function, state = launch(build_torch_library, op.value_dependent)
     except (OSError, subprocess.SubprocessError) as exc:
         lib.impl(name, torch.compiler.disable(op), key)
         return f"Python; the native path was not built: {str(exc).splitlines()[0][:200]}"
@@ -155,6 +157,8 @@ def bind_native(name: str, op: KernelOp, lib: Any) -> str:
 
     helper("shapes", "(Tensor[] inputs) -> Tensor[]", lambda inputs: [
         torch.empty(shape, dtype=dtype, device="meta") for shape, dtype in op.specs(list(inputs), int)])
+    helper("python", "(Tensor[] inputs, Tensor(a!)[] outputs) -> ()",
+           lambda inputs, outputs: op.kernel(list(inputs), list(outputs)))
     if op.extras:
         helper("extras", "() -> Tensor[]", lambda: list(op.extras))
     import ctypes
@@ -163,7 +167,7 @@ def bind_native(name: str, op: KernelOp, lib: Any) -> str:
     if native.kevolve_bind_op(f"{NAMESPACE}::{name}".encode(), key.encode(), len(op.arg_names),
                               int(op.value_dependent), function, state, error, len(error)):
         raise RuntimeError(f"registering {NAMESPACE}::{name}: {error.value.decode(errors='replace')}")
-    return "native (shape lookup, allocation and the launch in C++)"
+    return getattr(op.kernel, "native_per_call", "native (shape lookup, allocation and the launch in C++)")
 
 
 # --- gradients: none, and saying so ----------------------------------------------------------------------------
