@@ -61,6 +61,38 @@ def store_path(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server on 127.0.0.1 for this test session (each xdist worker starts its own)."""
+    import postgres_server as pg
+
+    why = pg.missing()
+    if why:
+        pytest.skip(f"no PostgreSQL server for the PostgreSQL store tests: {why}")
+    server = pg.Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_store(postgres_server):
+    """The URL of a new, empty database on the test server, dropped after the test."""
+    name = postgres_server.new_database()
+    yield postgres_server.url(name)
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request, store_path, monkeypatch):
+    """The store-focused tests run on both kinds of store: this test's SQLite file, or a database of its own on
+    the test PostgreSQL server. ``$KEVOLVE_STORE`` points at it."""
+    if request.param == "sqlite":
+        return store_path
+    url = request.getfixturevalue("postgres_store")
+    monkeypatch.setenv("KEVOLVE_STORE", url)
+    return url
+
+
 @pytest.fixture
 def fast_harness(tmp_path):
     return HarnessConfig(timeout_s=60, repeats=5, sample_s=0.0005, workdir=str(tmp_path / "builds"))

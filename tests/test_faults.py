@@ -1,9 +1,10 @@
 """Fault injection (issue 33): every fault a search can meet is survived, and the store stays one a team can
 trust: resuming finished or live sessions, a locked database, foreign, older, damaged, unreachable and read-only
-store files, failed sessions, killed and interrupted processes, disturbed timings.
+stores, failed sessions, killed and interrupted processes, disturbed timings.
 
 Runs on the deterministic fake backend (tests/fake_backend.py); the few subprocesses are the only way to kill
-or interrupt a whole kevolve process."""
+or interrupt a whole kevolve process. The store's tests run on SQLite and on PostgreSQL (the ``store_location``
+fixture); test_store_sharing.py has several writers, a killed one, and server URLs that cannot be used."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ import pytest
 import kevolve
 from kevolve.cli import main
 from kevolve.errors import StoreError
-from kevolve.harness.evaluation import Evaluation, Speedup, Timing
+from kevolve.harness.evaluation import Timing
 from kevolve.search.config import SearchConfig
-from kevolve.store import SCHEMA_VERSION, NodeRecord, Store
+from kevolve.store import SCHEMA_VERSION, Store
+from kevolve.store.dialect import WRITE_LOCK, PostgreSQLServer, SQLiteFile, is_server
+from store_writer import new_session, node
 
 TESTS = Path(__file__).parent
 SCHEMAS = TESTS / "store_schemas"
@@ -35,20 +38,6 @@ def fake_env(**extra: str) -> dict[str, str]:
     """This test's environment (its kevolve home and store), with the fake backend loaded from tests/."""
     return {**os.environ, "KEVOLVE_PLUGINS": "fake_backend",
             "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]), **extra}
-
-
-def node(node_id: int, fitness: float = 2.0) -> NodeRecord:
-    timing = Timing(1.0 / fitness, 1.0 / fitness, 1.0 / fitness, 5)
-    evaluation = Evaluation("ok", "done", timings={"kernel": timing, "eager": Timing(1.0, 1.0, 1.0, 5)},
-                            speedups={"eager": Speedup(fitness, fitness, fitness)})
-    return NodeRecord(node_id, 0, "seed", "template", "fake.relu", "pyfake", {}, f"COST = {1 / fitness}",
-                      f"hash{node_id}", "", evaluation)
-
-
-def new_session(store: Store) -> str:
-    return store.create_session(problem_key="relu:k", problem_name="relu", family="pointwise",
-                                problem_spec={"kind": "catalog", "op": "relu"}, target="fake",
-                                toolchain="pyfake 1", seed=0, config=SearchConfig(budget=1))
 
 
 def spawn(code: str, *args: str, **env: str) -> subprocess.Popen:
@@ -81,14 +70,14 @@ def gone(pid: int, within_s: float = 10.0) -> bool:
 
 # --- the store ------------------------------------------------------------------------------------------------
 
-def test_resuming_a_finished_session_extends_it(fake_plugin, fast_harness, store_path):
+def test_resuming_a_finished_session_extends_it(fake_plugin, fast_harness, store_location):
     """Case 3: the finished session's final re-timing node took the id the resumed search wanted."""
     first = kevolve.optimize("relu", target="fake", budget=3, harness=fast_harness)
     before = [(n.node_id, n.source_hash) for n in first.nodes]
     extended = kevolve.resume(first.session, budget=5, harness=fast_harness)
     assert [(n.node_id, n.source_hash) for n in extended.nodes][:3] == before
     assert len(extended.nodes) == 5 and extended.correct
-    assert Store(store_path).session(first.session).status == "done"
+    assert Store(store_location).session(first.session).status == "done"
     again = kevolve.resume(first.session, harness=fast_harness)  # nothing left to search: re-timed again
     assert len(again.nodes) == 5 and again.correct
 
@@ -98,32 +87,46 @@ SLOW_SEARCH = ("import kevolve, sys\n"
                "    progress=lambda e: print('NODE', e['node'], flush=True) if e['kind'] == 'node' else None)\n")
 
 
-def test_a_live_session_is_refused_and_a_killed_one_shows_dead(fake_plugin, fast_harness, store_path):
+def test_a_live_session_is_refused_and_a_killed_one_shows_dead(fake_plugin, fast_harness, store_location):
     """Case 4: a session has an owner (pid, host, heartbeat): resuming it while it runs is refused; once its
     process is killed it shows as dead and resumes."""
-    proc = spawn(SLOW_SEARCH, str(store_path), FAKE_TIMING_DELAY_S="0.3")
+    proc = spawn(SLOW_SEARCH, str(store_location), FAKE_TIMING_DELAY_S="0.3")
     try:
         wait_for_line(proc, "NODE")
-        session = Store(store_path).sessions()[0]
+        session = Store(store_location).sessions()[0]
         assert session.status == "running"
         with pytest.raises(StoreError, match="still running"):
             kevolve.resume(session.id, harness=fast_harness)
     finally:
         proc.kill()
         proc.wait(30)
-    dead = Store(store_path).session(session.id)
+    dead = Store(store_location).session(session.id)
     assert dead.status == "dead" and "--resume" in dead.stop_reason
     resumed = kevolve.resume(session.id, budget=4, harness=fast_harness)
-    assert len(resumed.nodes) == 4 and Store(store_path).session(session.id).status == "done"
+    assert len(resumed.nodes) == 4 and Store(store_location).session(session.id).status == "done"
 
 
-def test_a_write_waits_for_a_locked_store_and_says_so(store_path, capsys):
-    """Case 5: another connection holds the write lock longer than SQLite's own wait."""
-    store = Store(store_path)
+def hold_write_lock(store: Store):
+    """Another connection holding ``store``'s write lock, which ``store`` waits 0.1 s for before it retries."""
+    if isinstance(store.dialect, SQLiteFile):
+        store.db.execute("PRAGMA busy_timeout=100")  # SQLite gives up after 0.1 s instead of 2 s
+        holder = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")
+        return holder
+    import psycopg
+
+    store.dialect.lock_timeout_s = 0.1
+    holder = psycopg.connect(store.dialect.url, autocommit=True)
+    holder.execute("BEGIN")
+    holder.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+    return holder
+
+
+def test_a_write_waits_for_a_locked_store_and_says_so(store_location, capsys):
+    """Case 5: another connection holds the write lock longer than the database's own wait."""
+    store = Store(store_location)
     session = new_session(store)
-    store.db.execute("PRAGMA busy_timeout=100")  # SQLite gives up after 0.1 s instead of 30 s
-    holder = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")
+    holder = hold_write_lock(store)
     release = threading.Timer(1.5, lambda: holder.execute("COMMIT"))
     release.start()
     try:
@@ -134,65 +137,104 @@ def test_a_write_waits_for_a_locked_store_and_says_so(store_path, capsys):
     assert "locked" in capsys.readouterr().err
 
 
-def test_a_foreign_sqlite_file_is_left_untouched(tmp_path):
+def run_sql(location: Path | str, script: str) -> None:
+    """``script`` written into the store at ``location`` behind kevolve's back; a PostgreSQL store gets each
+    statement as the dialect spells it there."""
+    if not is_server(str(location)):
+        db = sqlite3.connect(location)
+        db.executescript(script)
+        db.close()
+        return
+    import psycopg
+
+    with psycopg.connect(str(location), autocommit=True) as db:
+        for statement in script.split(";\n"):
+            if statement.strip():
+                db.execute(PostgreSQLServer(str(location)).ddl(statement))
+
+
+def query(location: Path | str, sql: str) -> list[tuple]:
+    if not is_server(str(location)):
+        return sqlite3.connect(location).execute(sql).fetchall()
+    import psycopg
+
+    with psycopg.connect(str(location)) as db:
+        return db.execute(sql).fetchall()
+
+
+def snapshot(location: Path | str) -> dict:
+    """All a store is, to compare before and after: the files of its folder (a -wal file beside it included),
+    or the tables of its database with their columns and rows."""
+    if not is_server(str(location)):
+        return {path.name: path.read_bytes() for path in Path(location).parent.iterdir()}
+    tables = [row[0] for row in query(location, "SELECT table_name FROM information_schema.tables"
+                                                " WHERE table_schema = current_schema() ORDER BY table_name")]
+    return {table: (query(location, "SELECT column_name, data_type FROM information_schema.columns WHERE"
+                                    f" table_name = '{table}' ORDER BY ordinal_position"),
+                    sorted(map(repr, query(location, f'SELECT * FROM "{table}"')))) for table in tables}
+
+
+def test_a_foreign_database_is_left_untouched(store_location):
     """Case 6: no meta table, no WAL mode, not a byte changed."""
-    path = tmp_path / "app.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE users (name TEXT)")
-    db.execute("INSERT INTO users VALUES ('ada')")
-    db.commit()
-    db.close()
-    before = path.read_bytes()
+    run_sql(store_location, "CREATE TABLE users (name TEXT);\nINSERT INTO users VALUES ('ada');\n")
+    before = snapshot(store_location)
     with pytest.raises(StoreError, match="not a kevolve store.*left untouched"):
-        Store(path)
-    assert path.read_bytes() == before
-    assert sorted(os.listdir(tmp_path)) == ["app.sqlite"]
+        Store(store_location)
+    assert snapshot(store_location) == before
 
 
-def old_store(path: Path, version: int, edit=lambda sql: sql) -> None:
+def old_store(location: Path | str, version: int, edit=lambda sql: sql) -> None:
     """A store as kevolve wrote it at ``version``: vN.sql holds what version N added to N - 1."""
-    db = sqlite3.connect(path)
-    db.executescript(edit("\n".join((SCHEMAS / f"v{v}.sql").read_text() for v in range(1, version + 1))))
-    db.close()
+    run_sql(location, edit("\n".join((SCHEMAS / f"v{v}.sql").read_text() for v in range(1, version + 1))))
 
 
 @pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
-def test_every_earlier_schema_migrates(fake_plugin, fast_harness, tmp_path, version):
+def test_every_earlier_schema_migrates(fake_plugin, fast_harness, store_location, version):
     """Case 7: a store written by every earlier kevolve opens, keeps its data, and takes new sessions."""
-    path = tmp_path / f"v{version}.sqlite"
-    old_store(path, version)
-    store = Store(path)
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (
-        str(SCHEMA_VERSION),)
+    old_store(store_location, version)
+    store = Store(store_location)
+    assert query(store_location, "SELECT value FROM meta WHERE key='schema'") == [(str(SCHEMA_VERSION),)]
     old = store.session("0123456789ab")
     assert old.status == "done" and old.best_fitness == 2.0 and old.config == SearchConfig(budget=1)
     assert [(n.node_id, n.note, n.evaluation.fitness) for n in store.nodes(old.id)] == [(1, "an old node", 2.0)]
     if version >= 2:
         assert store.nodes(old.id)[0].trace == {"prompt": "p", "response": "r"}
         assert store.skills("fake", "pyfake 1") == [{"lesson": "old"}]
-    result = kevolve.optimize("relu", target="fake", budget=2, store=path, again=True, harness=fast_harness)
-    assert result.correct and Store(path).session(result.session).status == "done"
+    result = kevolve.optimize("relu", target="fake", budget=2, store=store_location, again=True,
+                              harness=fast_harness)
+    assert result.correct and Store(store_location).session(result.session).status == "done"
+
+
+@pytest.mark.parametrize("version", range(SCHEMA_VERSION))
+def test_an_older_or_empty_store_is_read_unchanged(store_location, version):
+    """Case 8: a reader sees an older store (or none yet) at today's schema, and nothing is written."""
+    if version:
+        old_store(store_location, version)
+    before = snapshot(store_location)
+    store = Store(store_location, readonly=True)
+    assert [(s.id, s.status, s.owner_pid) for s in store.sessions()] == (
+        [("0123456789ab", "done", None)] if version else [])
+    assert [n.note for n in store.nodes("0123456789ab")] == (["an old node"] if version else [])
+    assert snapshot(store_location) == before
 
 
 @pytest.mark.parametrize("column,edits", [
     ("note", {"source_hash TEXT, note TEXT": "source_hash TEXT", "'abc123', 'an old node',": "'abc123',"}),
     ("config", {"seed INTEGER, config TEXT": "seed INTEGER", "0, '{\"budget\": 1}', 'done'": "0, 'done'"}),
 ])
-def test_a_store_missing_a_column_is_refused_untouched(tmp_path, column, edits):
+def test_a_store_missing_a_column_is_refused_untouched(store_location, column, edits):
     """Case 7: a store claiming a schema whose tables lack a column is damaged, not migrated half-way."""
-    path = tmp_path / "damaged.sqlite"
-
     def damage(sql: str) -> str:
         for old, new in edits.items():
             assert old in sql
             sql = sql.replace(old, new)
         return sql
 
-    old_store(path, 2, damage)
-    before = path.read_bytes()
+    old_store(store_location, 2, damage)
+    before = snapshot(store_location)
     with pytest.raises(StoreError, match=f"without {column}"):
-        Store(path)
-    assert path.read_bytes() == before
+        Store(store_location)
+    assert snapshot(store_location) == before
 
 
 def test_a_store_path_that_cannot_exist_is_one_error(tmp_path):
@@ -222,6 +264,17 @@ def read_only(*paths: Path):
             step()
 
 
+def assert_readable_not_writable(location: Path | str, session: str, capsys, fast_harness, protected: bool) -> None:
+    """`kevolve sessions` and `show` work on the store; a search, where the store is protected, is one line that
+    says it cannot write."""
+    assert main(["sessions", "--store", str(location)]) == 0
+    assert main(["show", session, "--store", str(location)]) == 0
+    assert session in capsys.readouterr().out
+    if protected:
+        with pytest.raises(StoreError, match="cannot write"):
+            kevolve.optimize("relu", target="fake", budget=2, store=location, again=True, harness=fast_harness)
+
+
 def test_a_read_only_store_can_be_listed(fake_plugin, fast_harness, tmp_path, capsys):
     """Case 8: reading needs no write access: `kevolve sessions` and `show` on a store nobody may write."""
     folder = tmp_path / "shared"
@@ -231,17 +284,29 @@ def test_a_read_only_store_can_be_listed(fake_plugin, fast_harness, tmp_path, ca
     gc.collect()  # the search's connection closes: no -wal or -shm file is left for the reader to use
     before = path.read_bytes()
     with read_only(path, folder) as protected:
-        assert main(["sessions", "--store", str(path)]) == 0
-        assert main(["show", result.session, "--store", str(path)]) == 0
-        assert result.session in capsys.readouterr().out
+        assert_readable_not_writable(path, result.session, capsys, fast_harness, protected)
         wal = path.with_name(f"{path.name}-wal")  # SQLite may make one for readers too, but writes nothing in it
         assert path.read_bytes() == before and (not wal.exists() or wal.stat().st_size == 0)
-        if protected:
-            with pytest.raises(StoreError, match="cannot write"):  # searching needs write access: one line says so
-                kevolve.optimize("relu", target="fake", budget=2, store=path, again=True, harness=fast_harness)
 
 
-def test_a_failed_session_is_not_a_solution(fake_plugin, fast_harness):
+def test_a_postgresql_store_a_role_may_only_read_can_be_listed(fake_plugin, fast_harness, postgres_server,
+                                                               postgres_store, capsys):
+    """Case 8 on a server: a role granted nothing but SELECT lists and shows the store, changing nothing; one
+    that may not even create a table reads an empty store as empty."""
+    database = postgres_store.rpartition("/")[2]
+    role = f"reader_{database}"
+    postgres_server.sql(f"CREATE ROLE {role} LOGIN")
+    assert main(["sessions", "--store", postgres_server.url(database, user=role)]) == 0
+    assert snapshot(postgres_store) == {}
+    result = kevolve.optimize("relu", target="fake", budget=2, store=postgres_store, harness=fast_harness)
+    postgres_server.sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}", database)
+    before = snapshot(postgres_store)
+    assert_readable_not_writable(postgres_server.url(database, user=role), result.session, capsys, fast_harness,
+                                 protected=True)
+    assert snapshot(postgres_store) == before
+
+
+def test_a_failed_session_is_not_a_solution(fake_plugin, fast_harness, store_location):
     """Case 9: a session that failed after one correct node is not returned as the stored best."""
     def fail_after_one(event):
         if event["kind"] == "node":
@@ -249,7 +314,7 @@ def test_a_failed_session_is_not_a_solution(fake_plugin, fast_harness):
 
     with pytest.raises(RuntimeError):
         kevolve.optimize("relu", target="fake", budget=5, harness=fast_harness, progress=fail_after_one)
-    failed = Store(os.environ["KEVOLVE_STORE"]).sessions()[0]
+    failed = Store(store_location).sessions()[0]
     assert failed.status == "failed" and failed.best_fitness > 0
     second = kevolve.optimize("relu", target="fake", budget=2, harness=fast_harness)
     assert not second.from_store and second.session != failed.id

@@ -1,5 +1,6 @@
 """Search behaviour on the deterministic fake backend: reproducibility, dedupe, stop conditions, store reuse,
-resuming a killed session."""
+resuming a killed session. The tests of the store (reuse, keying, a killed writer) run on SQLite and on
+PostgreSQL (the ``store_location`` fixture); the others on SQLite only."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def test_stall_triggers_restart_then_stop(fake_plugin, fast_harness):
     assert "restart" in {n.memory_op for n in result.nodes}
 
 
-def test_second_optimize_returns_stored_best_at_once(fake_plugin, fast_harness, store_path):
+def test_second_optimize_returns_stored_best_at_once(fake_plugin, fast_harness, store_location):
     first = kevolve.optimize("relu", target="fake", budget=6, harness=fast_harness)
     started = time.perf_counter()
     second = kevolve.optimize("relu", target="fake", budget=6, harness=fast_harness)
@@ -66,7 +67,7 @@ def test_second_optimize_returns_stored_best_at_once(fake_plugin, fast_harness, 
     assert not again.from_store and again.session != first.session
 
 
-def test_results_do_not_leak_across_targets_or_shapes(fake_plugin, fast_harness):
+def test_results_do_not_leak_across_targets_or_shapes(fake_plugin, fast_harness, store_location):
     kevolve.optimize("relu", target="fake", budget=3, harness=fast_harness)
     other_shape = kevolve.optimize("relu", target="fake", budget=3, dims={"n": 4096}, harness=fast_harness)
     assert not other_shape.from_store
@@ -74,8 +75,8 @@ def test_results_do_not_leak_across_targets_or_shapes(fake_plugin, fast_harness)
     assert any(n.note == "won on a similar problem" for n in other_shape.nodes)
 
 
-def test_killed_session_resumes_without_losing_nodes(tmp_path, fast_harness):
-    store = tmp_path / "killed.sqlite"
+def test_killed_session_resumes_without_losing_nodes(fast_harness, store_location):
+    store = store_location
     env = {**os.environ, "KEVOLVE_PLUGINS": "fake_backend",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
     script = ("import kevolve, sys\n"

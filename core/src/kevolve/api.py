@@ -112,7 +112,8 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     :param target: a target name or alias (``kevolve targets``)
     :param budget: how many candidates to evaluate (duplicates are not evaluated and do not count)
     :param seed: the search's seed: the same seed on the same store proposes the same candidates
-    :param store: the store's path, a ``Store``, or None for ``$KEVOLVE_STORE`` or the default
+    :param store: the store's path, a ``postgresql://`` URL (a store a team shares), a ``Store``, or None for
+        ``$KEVOLVE_STORE`` or the default
     :param dims: the problem's sizes by name (``{"rows": 8192}``), over the op's defaults
     :param dtype: the element type (``"bfloat16"`` or a ``torch.dtype``), over the op's default
     :param attrs: the op's attributes (``{"dim": 0}``), over its defaults
@@ -167,7 +168,8 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
     """Continue a session that was interrupted (or extend a finished one with a larger ``budget``).
 
     :param session_id: the session's id, or a unique prefix of it (``kevolve sessions`` lists them)
-    :param store: the store holding it (path or ``Store``); None for ``$KEVOLVE_STORE`` or the default
+    :param store: the store holding it (path, ``postgresql://`` URL or ``Store``); None for ``$KEVOLVE_STORE`` or
+        the default
     :param budget: the session's new total of evaluated candidates; None keeps its own
     :param harness: how candidates are checked and timed; None for the defaults
     :param progress: called with one event dict per step, as in :func:`optimize`
@@ -195,8 +197,8 @@ def session_result(session_id: str, store: str | Path | Store | None = None) -> 
     """A stored session's result (best kernel, search tree, final timings), as :func:`optimize` returned it.
 
     :param session_id: the session's id, or a unique prefix of it
-    :param store: the store holding it (path or ``Store``); None for ``$KEVOLVE_STORE`` or the default; it is
-        opened read-only
+    :param store: the store holding it (path, ``postgresql://`` URL or ``Store``); None for ``$KEVOLVE_STORE`` or
+        the default; it is opened read-only
     """
     st = _open_store(store, readonly=True)
     session = st.session(session_id)

@@ -61,7 +61,7 @@ def store_like(value: Any) -> None:
     from kevolve.store import Store
 
     if value is not None and not isinstance(value, (str, os.PathLike, Store)):
-        raise _refuse("store", "a path, a kevolve Store, or None for the default store", value)
+        raise _refuse("store", "a path, a postgresql:// URL, a kevolve Store, or None for the default store", value)
 
 
 def mapping(argument: str, value: Any, example: str) -> dict[str, Any] | None:

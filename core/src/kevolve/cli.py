@@ -321,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--baselines", default="eager",
                        help="comma list of eager, compile, max-autotune (compiled under a time limit first)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
-        p.add_argument("--store", help="store path (default $KEVOLVE_STORE or ~/.kevolve/kevolve.sqlite)")
+        p.add_argument("--store", help="store path or postgresql:// URL (default $KEVOLVE_STORE or "
+                       "~/.kevolve/kevolve.sqlite)")
 
     p = sub.add_parser("optimize", help="search for a fast kernel")
     p.add_argument("op", nargs="?", help="catalog op name or KernelBench PROBLEM.py")

@@ -171,9 +171,13 @@ class ResultCache:
 
     @classmethod
     def beside(cls, store: str | Path | None) -> ResultCache:
+        """Beside the store file; beside the default store's place when the store is on a server (a cache of
+        this machine's results, not the team's)."""
         from kevolve.paths import default_store_path
+        from kevolve.store.dialect import is_server
 
-        store_path = Path(store or os.environ.get("KEVOLVE_STORE") or default_store_path())
+        location = store or os.environ.get("KEVOLVE_STORE") or default_store_path()
+        store_path = default_store_path() if is_server(str(location)) else Path(location)
         return cls(store_path.with_name(store_path.stem + ".conformance.sqlite"))
 
     def get(self, op: str, target: str, toolchain: str, key: str) -> OpResult | None:

@@ -3,8 +3,9 @@ leak across targets or toolchain versions.
 
 :mod:`~kevolve.store.schema` holds the tables as numbered migrations that any backend replays;
 :mod:`~kevolve.store.owner` says whether a session's process is alive; :mod:`~kevolve.store.waiting` waits out
-another writer's lock; :mod:`~kevolve.store.opening` opens a file for writing or for reading only; and
-:mod:`~kevolve.store.sqlite` is the store itself, on SQLite.
+another writer's lock; :mod:`~kevolve.store.opening` opens a file for writing or for reading only, or a server;
+:mod:`~kevolve.store.dialect` holds what differs between SQLite and PostgreSQL; and :mod:`~kevolve.store.sqlite`
+is the store itself, one code path for both.
 """
 
 from kevolve.store.records import NodeRecord, SessionRecord

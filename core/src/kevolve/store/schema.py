@@ -7,15 +7,23 @@ each). Before anything is applied, the tables are compared with what their versi
 is refused untouched rather than migrated half-way, and a file kevolve did not write is never changed.
 
 The statements are plain SQL that a server database takes as well, so another backend can replay the same
-list; the one SQLite spelling is ``INTEGER PRIMARY KEY AUTOINCREMENT`` (an identity column elsewhere).
+list; :mod:`~kevolve.store.dialect` spells SQLite's ``INTEGER PRIMARY KEY AUTOINCREMENT`` and ``REAL`` for
+PostgreSQL (an identity column, double precision).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from kevolve.errors import StoreError
+from kevolve.store.dialect import TAKE_ANOTHER
+
+if TYPE_CHECKING:
+    from kevolve.store.dialect import PostgreSQLServer, SQLiteFile
+
+    Dialect = SQLiteFile | PostgreSQLServer
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: sessions, their nodes and each node's evaluation
@@ -59,44 +67,46 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def stored_version(db: sqlite3.Connection, where: str) -> int:
+def stored_version(db: Any, dialect: Dialect) -> int:
     """The schema version of an open database: 0 when it is empty (a new store). A database kevolve did not
     write, or one written by a newer kevolve, is refused before anything is written to it."""
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    where = dialect.where
+    tables = dialect.tables(db)
     if not tables:
         return 0
     row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone() if "meta" in tables else None
     if row is None or not str(row[0]).isdigit():
-        raise StoreError(f"{where} is not a kevolve store (an SQLite database with tables "
-                         f"{', '.join(sorted(tables))}). It was left untouched; pass another path with --store / "
-                         "store=.")
+        raise StoreError(f"{where} is not a kevolve store ({dialect.kind} with tables "
+                         f"{', '.join(sorted(tables))}). It was left untouched; {TAKE_ANOTHER}.")
     version = int(row[0])
     if version > SCHEMA_VERSION:
         raise StoreError(f"{where} was written by a newer kevolve (schema {version}, this one knows "
                          f"{SCHEMA_VERSION}); it was left untouched. Upgrade kevolve (pip install -U kevolve).")
-    check_columns(db, version, where)
+    check_columns(db, version, dialect)
     return version
 
 
-def migrate(db: sqlite3.Connection, where: str) -> None:
+def migrate(db: Any, dialect: Dialect) -> None:
     """Bring the store to :data:`SCHEMA_VERSION`; call inside a write transaction (another process may have
     migrated it since it was opened, so the version is read again here)."""
-    version = stored_version(db, where)
+    version = stored_version(db, dialect)
     for step in MIGRATIONS[version:]:
         for statement in step:
-            db.execute(statement)
-    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            db.execute(dialect.ddl(statement))
+    db.execute("INSERT INTO meta VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+               (str(SCHEMA_VERSION),))
 
 
-def check_columns(db: sqlite3.Connection, version: int, where: str) -> None:
+def check_columns(db: Any, version: int, dialect: Dialect) -> None:
     """Every table and column the version must have is there (more is allowed)."""
+    where = dialect.where
     for table, columns in expected_columns(version).items():
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        have = dialect.columns(db, table)
         missing = [c for c in columns if c not in have]
         if missing:
             what = f"has no table {table}" if not have else f"has a table {table} without {', '.join(missing)}"
             raise StoreError(f"{where} says it is a kevolve store at schema {version} but {what}: it is damaged "
-                             "and was left untouched. Move it aside or pass another path with --store / store=.")
+                             f"and was left untouched. Move it aside or {TAKE_ANOTHER}.")
 
 
 @cache

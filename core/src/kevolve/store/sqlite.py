@@ -1,4 +1,5 @@
-"""The store on SQLite: every session, node and evaluation in one file (the default store).
+"""The store: every session, node and evaluation, in one SQLite file (the default) or a PostgreSQL database a
+team shares (``postgresql://...``); one code path serves both, :mod:`~kevolve.store.dialect` holds what differs.
 
 Rows are keyed by problem key (op signature + shapes + dtypes), target and toolchain version, so results never
 leak across targets or compiler versions. Each node is committed with its evaluation in one transaction as
@@ -9,7 +10,6 @@ records its owner, so a running one is never resumed twice and a killed one show
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,10 +20,10 @@ from typing import Any
 from kevolve.errors import StoreError
 from kevolve.harness.evaluation import Evaluation
 from kevolve.search.config import SearchConfig
-from kevolve.store.opening import open_for_reading, open_for_writing, write_failure
+from kevolve.store.dialect import PostgreSQLServer, SQLiteFile, is_server
+from kevolve.store.opening import open_for_reading, open_server, open_for_writing, write_failure
 from kevolve.store.owner import Heartbeat, Owner, owner_alive
 from kevolve.store.records import NodeRecord, SessionRecord
-from kevolve.store.waiting import BUSY_TIMEOUT_S, patiently
 
 SESSION_COLUMNS = ("id", "created", "updated", "problem_key", "problem_name", "family", "problem_spec", "target",
                    "toolchain", "seed", "config", "status", "stop_reason", "best_node", "best_fitness", "owner_pid",
@@ -32,26 +32,36 @@ _SESSIONS = f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions"
 
 
 class Store:
-    """``readonly=True`` never writes the file (nor needs the right to): for listing and showing."""
+    """``readonly=True`` never writes the store (nor needs the right to): for listing and showing. ``path`` is a
+    file or a ``postgresql://user:password@host:port/database`` URL."""
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
-        self.path = Path(path).expanduser()
         self.readonly = readonly
-        self.db = open_for_reading(self.path) if readonly else open_for_writing(self.path)
+        self.dialect: SQLiteFile | PostgreSQLServer
+        if is_server(str(path)):
+            self.path: Path | str = str(path)
+            self.dialect = PostgreSQLServer(self.path)
+            self.db: Any = open_server(self.dialect, readonly)
+        else:
+            self.path = Path(path).expanduser()
+            self.dialect = SQLiteFile(self.path)
+            self.db = open_for_reading(self.path) if readonly else open_for_writing(self.path)
+        #: where the store is, for messages (a server's URL without its password)
+        self.where = self.dialect.where
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Any]:
         if self.readonly:
-            raise StoreError(f"the store {self.path} was opened for reading only")
+            raise StoreError(f"the store {self.where} was opened for reading only")
         try:
-            patiently(lambda: self.db.execute("BEGIN IMMEDIATE"), str(self.path))
-        except sqlite3.OperationalError as exc:
-            raise write_failure(self.path, exc) from None
+            self.dialect.begin(self.db)
+        except self.dialect.errors as exc:
+            raise write_failure(self.where, exc) from None
         try:
             yield self.db
-        except sqlite3.OperationalError as exc:
+        except self.dialect.errors as exc:
             self.db.execute("ROLLBACK")
-            raise write_failure(self.path, exc) from None
+            raise write_failure(self.where, exc) from None
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
@@ -90,11 +100,10 @@ class Store:
         me = Owner.me()
 
         def beat() -> None:  # its own connection: one belongs to the thread that opened it
-            db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S)
+            db = self.dialect.reconnect()
             try:
-                with db:
-                    db.execute("UPDATE sessions SET heartbeat=? WHERE id=? AND owner_pid=? AND owner_host=?",
-                               (time.time(), session_id, me.pid, me.host))
+                db.execute("UPDATE sessions SET heartbeat=? WHERE id=? AND owner_pid=? AND owner_host=?",
+                           (time.time(), session_id, me.pid, me.host))
             finally:
                 db.close()
 
@@ -108,7 +117,7 @@ class Store:
     def session(self, session_id: str) -> SessionRecord:
         rows = self.db.execute(f"{_SESSIONS} WHERE id=? OR id LIKE ?", (session_id, f"{session_id}%")).fetchall()
         if not rows:
-            raise StoreError(f"no session {session_id!r} in {self.path}; `kevolve sessions` lists them")
+            raise StoreError(f"no session {session_id!r} in {self.where}; `kevolve sessions` lists them")
         if len(rows) > 1:
             raise StoreError(f"session prefix {session_id!r} is ambiguous; give more characters")
         return _session(rows[0])
@@ -141,9 +150,11 @@ class Store:
                 db.execute("INSERT INTO traces VALUES (?,?,?)",
                            (session_id, node.node_id, json.dumps(node.trace, default=str)))
             now = time.time()
-            db.execute("UPDATE sessions SET updated=?, heartbeat=?, best_node=CASE WHEN ? > best_fitness THEN ?"
-                       " ELSE best_node END, best_fitness=MAX(best_fitness, ?) WHERE id=?",
-                       (now, now, evaluation.fitness, node.node_id, evaluation.fitness, session_id))
+            db.execute("UPDATE sessions SET updated=?, heartbeat=?,"
+                       " best_node=CASE WHEN ? > best_fitness THEN ? ELSE best_node END,"
+                       " best_fitness=CASE WHEN ? > best_fitness THEN ? ELSE best_fitness END WHERE id=?",
+                       (now, now, evaluation.fitness, node.node_id, evaluation.fitness, evaluation.fitness,
+                        session_id))
 
     def nodes(self, session_id: str, node_id: int | None = None) -> list[NodeRecord]:
         """A session's nodes with their evaluations, in order; only ``node_id`` when given."""
