@@ -10,7 +10,8 @@ Per problem: correct or the reason it is not, the speedup over eager and over to
 10th..90th percentile spread of the per-sample ratios, from kevolve's final re-timing), and a summary (correct
 fraction for single and fused problems, geometric means). Both files are rewritten after every problem, so a
 crash loses nothing; a rerun with the same settings resumes at the first problem without a row (``--fresh``
-starts over). Sessions are kept in a store of the bench's own under bench/out.
+starts over, searching again rather than answering from the store; ``--rerun-failed`` runs again only the
+problems whose row is not correct). Sessions are kept in a store of the bench's own under bench/out.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def run_one(path: Path, args: argparse.Namespace, store: Path) -> dict:
     started = time.monotonic()
     row: dict = {"problem": label(path), "kind": kind_of(path), "correct": False}
     try:
-        result = kevolve.optimize(str(path), target=args.target, budget=args.budget, store=store,
+        result = kevolve.optimize(str(path), target=args.target, budget=args.budget, store=store, again=args.fresh,
                                   baselines=tuple(args.baselines), time_budget_s=args.time_budget_s)
     except Exception as exc:  # a problem kevolve cannot take is a row saying why, not the end of the bench
         row["reason"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
@@ -169,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baselines", default="eager,compile", help="comma list: eager, compile, max-autotune")
     parser.add_argument("--time-budget", dest="time_budget_s", type=float, default=None,
                         help="seconds of search per problem (the final re-timing comes on top)")
+    parser.add_argument("--rerun-failed", action="store_true", help="run again the problems whose row is not correct")
     parser.add_argument("--only", default="", help="comma list of substrings of kind/name, e.g. fused/,conv")
-    parser.add_argument("--fresh", action="store_true", help="drop the existing rows instead of resuming")
+    parser.add_argument("--fresh", action="store_true",
+                        help="drop the existing rows instead of resuming, and search again (no stored session reused)")
     parser.add_argument("--store", default=None, help="default: bench/out/programs/<target>.sqlite")
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--suffix", default="", help="appended to the result files' names")
@@ -202,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         data["rows"], data["date"] = old["rows"], old["date"]
         data["command"] = old["command"] if old["command"] == data["command"] else \
             f"{old['command']}; resumed with {data['command']}"
+    if args.rerun_failed:  # after a fix: the rows of the wanted problems that were not correct run again
+        names = {label(p) for p in wanted}
+        data["rows"] = [r for r in data["rows"] if r["correct"] or r["problem"] not in names]
     done = {r["problem"] for r in data["rows"]}
     total = {kind: sum(kind_of(p) == kind for p in files) for kind in KINDS}
     # single and fused problems alternate, so a run cut short still covers both kinds

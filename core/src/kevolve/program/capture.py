@@ -1,5 +1,6 @@
 """Capture a PyTorch program as an ATen graph: ``torch.export`` of the problem's module (or function), decomposed
-with ``run_decompositions`` to the core ATen operators the conformance table covers.
+with ``run_decompositions`` to the core ATen operators the conformance table covers (PyTorch's table and
+kevolve's own, :mod:`kevolve.program.decompositions`).
 
 A program that export cannot trace (data-dependent control flow, an unsupported Python construct) raises
 :class:`CaptureError`, one line naming the construct and the user's source line; the problem itself stays
@@ -22,6 +23,7 @@ import torch
 
 from kevolve.errors import KevolveError
 from kevolve.problems.problem import Problem
+from kevolve.program import decompositions
 
 
 class CaptureError(KevolveError):
@@ -121,7 +123,8 @@ def capture_module(module: torch.nn.Module, inputs: list[torch.Tensor], name: st
     try:
         with warnings.catch_warnings(), _quiet():
             warnings.simplefilter("ignore")
-            exported = torch.export.export(module, tuple(inputs), strict=False).run_decompositions()
+            exported = torch.export.export(module, tuple(inputs), strict=False).run_decompositions(
+                decompositions.table())
     except Exception as exc:  # noqa: BLE001 - export's failures are many types; each becomes one line
         where = _user_line(exc)
         raise CaptureError(f"cannot capture {name!r} with torch.export: {_construct(exc)}"

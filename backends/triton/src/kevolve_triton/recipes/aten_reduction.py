@@ -47,8 +47,11 @@ from kevolve_triton.recipes.common import header, launch_args, launch_params, po
 from kevolve_triton.recipes.host import DENSE, DTYPE_NAME, POW2, host_functions
 from kevolve_triton.recipes.tl_math import _kv_log1p
 
-#: input dtypes these kernels are written for (integer and bool inputs are the CPU recipe's only)
+#: input dtypes these kernels are written for (integer inputs are the CPU recipe's only)
 FLOAT_INPUTS = ("float32", "bfloat16", "float16", "float64")
+#: the reductions that take bool inputs too (a mask's any/all, as decomposed attention asks): they only test
+#: elements against zero
+TRUTH_OPS = ("all", "any", "count_nonzero")
 #: the ops each kernel kind is written for (another table may name a layout "reduce" or "scan" too)
 REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "std", "var", "logsumexp",
               "linalg.vector_norm", "all", "any", "count_nonzero")
@@ -408,7 +411,8 @@ def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
 
 def _supported(problem: Problem, layout: str, ops: tuple[str, ...]) -> bool:
     kernel = conformance_kernel(problem, (layout,))
-    return (kernel is not None and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in FLOAT_INPUTS
+    inputs = FLOAT_INPUTS + ("bool",) if kernel is not None and kernel.op in TRUTH_OPS else FLOAT_INPUTS
+    return (kernel is not None and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in inputs
             and all(dt in TL_STORAGE or dt == "float64" for dt in kernel.outputs))
 
 

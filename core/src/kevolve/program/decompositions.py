@@ -1,0 +1,178 @@
+"""Decompositions kevolve adds to PyTorch's core ATen table, so that programs reach only the overloads the
+backends' conformance kernels cover (:mod:`kevolve.program.overloads`). Each rewrites one overload into covered
+ones and computes the same values; where its condition does not hold it leaves the overload as it is, and the
+lowering then names it as uncovered.
+
+- ``min.dim`` / ``max.dim``: the values and the indices as ``amin``/``amax`` and ``argmin``/``argmax``.
+- ``split_with_sizes`` / ``split.Tensor`` (``chunk``): slices, which are views.
+- ``_native_batch_norm_legit.no_stats`` (what ``instance_norm`` and batch norm in training mode become): the
+  statistics as reductions, the normalisation as pointwise math; ``repeat`` as an expand and a copy.
+- ``adaptive_max_pool2d`` whose output divides its input: ``max_pool2d_with_indices`` with that window.
+- ``convolution`` over three spatial dimensions, plain or transposed: one over two per depth tap, depth folded
+  into the batch (a transposed one's taps spread and shifted along depth, then summed and cropped).
+- ``avg_pool3d``: two ``avg_pool2d`` passes, one over height and width, one over depth. An average over a box
+  window is separable, its divisor included: PyTorch's divisor (the window clipped to the padded or, without
+  ``count_include_pad``, to the real input) is a product of one extent per axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+aten = torch.ops.aten
+
+
+def table() -> dict[Any, Callable]:
+    """PyTorch's core ATen decompositions with kevolve's on top."""
+    decompositions = torch.export.default_decompositions()
+    decompositions.update(EXTRA)
+    return decompositions
+
+
+def _reduce_with_index(values: Any, indices: Any) -> Callable:
+    def decompose(x: torch.Tensor, dim: int, keepdim: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        return values(x, [dim], keepdim), indices(x, dim, keepdim)
+
+    return decompose
+
+
+def _split_with_sizes(x: torch.Tensor, sizes: Sequence[int], dim: int = 0) -> list[torch.Tensor]:
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [aten.slice.Tensor(x, dim, start, start + size) for start, size in zip(starts, sizes)]
+
+
+def _split(x: torch.Tensor, size: int, dim: int = 0) -> list[torch.Tensor]:
+    length = x.shape[dim]
+    return _split_with_sizes(x, [min(size, length - start) for start in range(0, length, size)], dim)
+
+
+def _batch_norm_no_stats(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, training: bool,
+                         momentum: float, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Normalised over every dimension but the channels (1): (output, mean, 1 / sqrt(biased variance + eps))."""
+    dims = [0, *range(2, x.dim())]
+    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+    mean = aten.mean.dim(x, dims, True)
+    centred = aten.sub.Tensor(x, mean)
+    rstd = aten.rsqrt.default(aten.add.Scalar(aten.mean.dim(aten.mul.Tensor(centred, centred), dims, True), eps))
+    out = aten.mul.Tensor(centred, rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, shape))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, shape))
+    return out, aten.view.default(mean, [x.shape[1]]), aten.view.default(rstd, [x.shape[1]])
+
+
+def _repeat(x: torch.Tensor, repeats: Sequence[int]) -> torch.Tensor:
+    """Each dimension d of size s becomes (repeats[d], s) by an expand, then one copy merges the pairs."""
+    lead = len(repeats) - x.dim()
+    sizes = [1] * lead + list(x.shape)
+    paired = aten.view.default(x, [v for s in sizes for v in (1, s)])
+    expanded = aten.expand.default(paired, [v for r, s in zip(repeats, sizes) for v in (r, s)])
+    return aten.view.default(aten.clone.default(expanded, memory_format=torch.contiguous_format),
+                             [r * s for r, s in zip(repeats, sizes)])
+
+
+def _adaptive_max_pool2d(x: torch.Tensor, output_size: Sequence[int]) -> Any:
+    height, width = x.shape[-2], x.shape[-1]
+    out_h, out_w = output_size
+    if height % out_h or width % out_w:
+        return NotImplemented
+    window = [height // out_h, width // out_w]
+    return aten.max_pool2d_with_indices.default(x, window, window)
+
+
+def _avg_pool3d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
+                padding: Sequence[int] | int = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+                divisor_override: int | None = None) -> Any:
+    if divisor_override is not None or x.dim() != 5:
+        return NotImplemented
+    three = lambda v: [v] * 3 if isinstance(v, int) else list(v) * (3 if len(v) == 1 else 1)
+    kernel, step = three(kernel_size), three(stride or kernel_size)
+    pad = three(padding)
+    n, c, depth, height, width = x.shape
+    planes = aten.avg_pool2d.default(aten.reshape.default(x, [n, c * depth, height, width]), kernel[1:], step[1:],
+                                     pad[1:], ceil_mode, count_include_pad)
+    out_h, out_w = planes.shape[-2], planes.shape[-1]
+    columns = aten.view.default(planes, [n, c, depth, out_h * out_w])
+    pooled = aten.avg_pool2d.default(columns, [kernel[0], 1], [step[0], 1], [pad[0], 0], ceil_mode,
+                                     count_include_pad)
+    return aten.view.default(pooled, [n, c, pooled.shape[2], out_h, out_w])
+
+
+def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
+                 groups: int) -> Any:
+    """A convolution over three spatial dimensions as one over two per depth tap, depth folded into the batch."""
+    if x.dim() != 5:
+        return NotImplemented
+    conv = _conv_transpose3d if transposed else _conv3d
+    out = conv(x, weight, stride, padding, dilation, output_padding, groups)
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, [1, bias.shape[0], 1, 1, 1]))
+    return aten.clone.default(out, memory_format=torch.contiguous_format)
+
+
+def _planes(x: torch.Tensor) -> torch.Tensor:
+    """(N, C, D, H, W) -> (N * D, C, H, W)"""
+    n, c, d, h, w = x.shape
+    return aten.reshape.default(aten.permute.default(x, [0, 2, 1, 3, 4]), [n * d, c, h, w])
+
+
+def _conv3d(x: torch.Tensor, weight: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
+            dilation: Sequence[int], output_padding: Sequence[int], groups: int) -> torch.Tensor:
+    """out[:, :, o] = sum over taps k of conv2d(x[:, :, o * stride + k * dilation], weight[:, :, k])."""
+    (step, pad, spread), taps = (stride[0], padding[0], dilation[0]), weight.shape[2]
+    if pad:
+        x = aten.constant_pad_nd.default(x, [0, 0, 0, 0, pad, pad])
+    n, depth = x.shape[0], x.shape[2]
+    out_depth = (depth - spread * (taps - 1) - 1) // step + 1
+    total = None
+    for k in range(taps):
+        sliced = aten.slice.Tensor(x, 2, k * spread, k * spread + step * (out_depth - 1) + 1, step)
+        planes = aten.convolution.default(_planes(sliced), aten.select.int(weight, 2, k), None, list(stride[1:]),
+                                          list(padding[1:]), list(dilation[1:]), False, [0, 0], groups)
+        total = planes if total is None else aten.add.Tensor(total, planes)
+    height, width = total.shape[-2], total.shape[-1]
+    return aten.permute.default(aten.view.default(total, [n, out_depth, total.shape[1], height, width]),
+                                [0, 2, 1, 3, 4])
+
+
+def _conv_transpose3d(x: torch.Tensor, weight: torch.Tensor, stride: Sequence[int], padding: Sequence[int],
+                      dilation: Sequence[int], output_padding: Sequence[int], groups: int) -> torch.Tensor:
+    """Input depth i and tap k write output depth i * stride + k * dilation - padding: per tap, a transposed
+    conv2d of every input plane, spread along depth to every stride-th place and shifted by the tap; summed,
+    then cropped by the padding."""
+    (step, pad, spread, extra), taps = (stride[0], padding[0], dilation[0], output_padding[0]), weight.shape[2]
+    n, depth = x.shape[0], x.shape[2]
+    full = (depth - 1) * step + spread * (taps - 1) + 1 + extra
+    planes = _planes(x)
+    total = None
+    for k in range(taps):
+        y = aten.convolution.default(planes, aten.select.int(weight, 2, k), None, list(stride[1:]),
+                                     list(padding[1:]), list(dilation[1:]), True, list(output_padding[1:]), groups)
+        channels, height, width = y.shape[1:]
+        y = aten.view.default(y, [n, depth, 1, channels, height, width])
+        if step > 1:  # every stride-th depth: zeros between the planes
+            y = aten.constant_pad_nd.default(y, [0, 0, 0, 0, 0, 0, 0, step - 1])
+        y = aten.slice.Tensor(aten.reshape.default(y, [n, depth * step, channels, height, width]), 1, 0,
+                              (depth - 1) * step + 1)
+        y = aten.constant_pad_nd.default(y, [0, 0, 0, 0, 0, 0, k * spread, full - k * spread - y.shape[1]])
+        total = y if total is None else aten.add.Tensor(total, y)
+    out_depth = full - 2 * pad
+    return aten.permute.default(aten.slice.Tensor(total, 1, pad, pad + out_depth), [0, 2, 1, 3, 4])
+
+
+EXTRA: dict[Any, Callable] = {
+    aten.convolution.default: _convolution,
+    aten.min.dim: _reduce_with_index(aten.amin.default, aten.argmin.default),
+    aten.max.dim: _reduce_with_index(aten.amax.default, aten.argmax.default),
+    aten.split_with_sizes.default: _split_with_sizes,
+    aten.split.Tensor: _split,
+    aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
+    aten.repeat.default: _repeat,
+    aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
+    aten.avg_pool3d.default: _avg_pool3d,
+}
