@@ -64,7 +64,8 @@ def _result(store: Store, problem: Problem, target: str, session_id: str, from_s
     final = next((n for n in reversed(nodes) if n.memory_op == "final"), None)
     best = max((n for n in searched if n.evaluation.fitness > 0), key=lambda n: n.evaluation.fitness, default=None)
     return OptimizeResult(problem=problem, target=target, session=session_id, best=best, nodes=searched,
-                          stop_reason=session.stop_reason, from_store=from_store, final=final)
+                          stop_reason=session.stop_reason, from_store=from_store, final=final,
+                          elapsed_s=max(0.0, session.updated - session.created))
 
 
 def _shape_distance(a: dict[str, Any], b: dict[str, Any]) -> float:

@@ -13,6 +13,7 @@ import torch
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import KevolveError
 from kevolve.harness.evaluation import retiming_note
+from kevolve.harness.throughput import session_throughput, throughput_line
 from kevolve.problems.problem import Problem
 from kevolve.store import NodeRecord
 
@@ -29,6 +30,8 @@ class OptimizeResult:
     :ivar nodes: every evaluated node, in evaluation order
     :ivar stop_reason: why the search stopped, in words
     :ivar from_store: True when the store already held the solution and nothing was searched
+    :ivar final: the best kernel re-timed against every requested baseline at the end (None if not run)
+    :ivar elapsed_s: the session's wall time, from its start to its last write
     """
 
     problem: Problem
@@ -40,6 +43,8 @@ class OptimizeResult:
     from_store: bool = False
     #: the best kernel re-timed against every requested baseline at the end of the search (None if not run)
     final: NodeRecord | None = None
+    #: the session's wall time, from its start to its last write (a resumed session's gap included)
+    elapsed_s: float = 0.0
 
     # --- what people ask first --------------------------------------------------------------------------
 
@@ -118,6 +123,7 @@ class OptimizeResult:
             "from_store": self.from_store,
             "stop_reason": self.stop_reason,
             "candidates": len(self.nodes),
+            "throughput": self.throughput,
             "tree": [{"node": n.node_id, "parent": n.parent_id, "memory_op": n.memory_op, "recipe": n.recipe,
                       "status": n.evaluation.status, "fitness": n.evaluation.fitness, "note": n.note}
                      for n in self.nodes],
@@ -151,9 +157,16 @@ class OptimizeResult:
         for n in self.nodes:
             statuses[n.evaluation.status] = statuses.get(n.evaluation.status, 0) + 1
         lines.append(f"search: {len(self.nodes)} candidates {statuses}; stopped: {self.stop_reason}")
+        if throughput_line(self.throughput):
+            lines.append(throughput_line(self.throughput))
         lines.append(self.recipes_line())
         lines.append(self.delivery_line())
         return "\n".join(lines)
+
+    @property
+    def throughput(self) -> dict[str, Any]:
+        """Candidates per hour and where the session's time went (:mod:`kevolve.harness.throughput`)."""
+        return session_throughput([n.evaluation.stage_s for n in self.nodes], len(self.nodes), self.elapsed_s)
 
     def delivery_line(self) -> str:
         """The op a user gets (:meth:`as_torch_op`) and what can be said of it in CUDA graphs without building it."""

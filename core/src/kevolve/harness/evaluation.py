@@ -83,6 +83,8 @@ class Evaluation:
     untimed_baselines: dict[str, str] = field(default_factory=dict)
     #: the backend's static cost model when it was not timed (modeled seconds, roofline floor, breakdown)
     estimate: dict[str, Any] = field(default_factory=dict)
+    #: seconds spent per stage (build, check, time, profile; kevolve.harness.throughput)
+    stage_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:

@@ -19,6 +19,7 @@ from kevolve.harness.build import BuildFailed, build_isolated
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.isolation import run_isolated
 from kevolve.harness.scan import forbidden_uses
+from kevolve.harness.throughput import StageClock
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.base import Candidate
 
@@ -58,9 +59,13 @@ class HarnessConfig:
 
 def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
                        on_stage: Callable[[str], None] = lambda s: None) -> Evaluation:
-    """The candidate's evaluation; one whose timings were disturbed is evaluated again (see :func:`steady`)."""
-    return steady(lambda: _evaluate_once(candidate, problem, target_name, config, on_stage), config.remeasure,
-                  on_stage)
+    """The candidate's evaluation; one whose timings were disturbed is evaluated again (see :func:`steady`). Its
+    ``stage_s`` holds the seconds each stage took, re-measures included."""
+    clock = StageClock(on_stage)
+    evaluation = steady(lambda: _evaluate_once(candidate, problem, target_name, config, clock), config.remeasure,
+                        clock)
+    evaluation.stage_s = clock.split()
+    return evaluation
 
 
 def steady(evaluate: Callable[[], Evaluation], remeasure: int, on_stage: Callable[[str], None]) -> Evaluation:

@@ -1,0 +1,67 @@
+"""Candidates per hour and where a search's time goes (build, check, time, profile, search and other), per
+problem, from the sessions' own records (kevolve.harness.throughput): the baseline issue 36's pipelined
+evaluator is measured against.
+
+    python bench/throughput.py --target cpu --budget 16 [--ops softmax,layer_norm] [--out bench/results]
+
+Each problem is searched afresh (``again=True``) in a store of the script's own; the table is written to
+``<out>/<target>_throughput.md`` and ``.json`` with the machine, versions and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+import kevolve
+import torch
+from kevolve.harness.throughput import throughput_line
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", default="cpu")
+    parser.add_argument("--budget", type=int, default=16)
+    parser.add_argument("--ops", default="softmax,layer_norm,embedding_bag")
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args()
+    store = Path(tempfile.mkdtemp(prefix="throughput-")) / "store.sqlite"
+    rows = []
+    for op in args.ops.split(","):
+        result = kevolve.optimize(op, target=args.target, budget=args.budget, again=True, store=store)
+        rows.append({"op": op, "shape": result.problem.describe(), "speedup": result.speedup,
+                     "throughput": result.throughput})
+        print(f"{op}: {throughput_line(result.throughput)}", flush=True)
+    info = {"target": args.target, "budget": args.budget, "python": platform.python_version(),
+            "torch": torch.__version__, "cores": len(os.sched_getaffinity(0)), "machine": platform.machine(),
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    command = "python bench/throughput.py " + " ".join(sys.argv[1:])
+    stages = ("build", "check", "time", "profile", "search and other")
+    lines = [f"# Search throughput on `{args.target}`: candidates per hour and where the time goes", "",
+             f"`{command}`", "", "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
+             ("Each stage's share of the session's wall time, from each evaluation's own stage clock "
+              "(`kevolve.harness.throughput`); `search and other` is what no evaluation accounts for (proposing "
+              "candidates, the store, the final re-timing)."), "",
+             "| problem | candidates | wall | candidates/hour | " + " | ".join(stages) + " |",
+             "|" + "---|" * (4 + len(stages))]
+    for row in rows:
+        t = row["throughput"]
+        lines.append(f"| {row['shape']} | {t['candidates']} | {t['elapsed_s']:.0f} s | {t['candidates_per_hour']:.0f} | "
+                     + " | ".join(f"{t['shares'].get(s, 0):.0%}" for s in stages) + " |")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.target}_throughput.md").write_text("\n".join(lines) + "\n")
+    (out / f"{args.target}_throughput.json").write_text(json.dumps({"info": info, "command": command, "rows": rows},
+                                                                   indent=1) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
