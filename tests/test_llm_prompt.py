@@ -110,6 +110,15 @@ def test_a_failed_parent_comes_back_with_its_evidence():
     assert "kernel.cpp:3: error: expected ';'" in user
 
 
+def test_the_system_prompt_says_how_many_shapes_the_checks_run_at(monkeypatch):
+    ctx = context(tree_of(), 0, base.SEED)
+    assert f"at {len(ctx.problem.check_dims())} shapes (the Problem section lists them)" in build_prompt(
+        ctx, "cpp", 100_000).system
+    monkeypatch.setattr(type(ctx.problem), "check_dims", lambda self: [self.dims])  # a problem with one shape
+    system = build_prompt(ctx, "cpp", 100_000).system
+    assert "at the problem's shape," in system and "several" not in system
+
+
 def test_restart_prompt_has_no_parent_and_asks_for_a_new_approach():
     tree = tree_of((0, ok(1.0)))
     user = build_prompt(context(tree, 0, base.RESTART), "cpp", 100_000).user
@@ -253,11 +262,13 @@ def test_trajectory_records_validate_and_the_schema_rejects_a_broken_one(tmp_pat
              "response": "```cpp\n...```", "usage": {"input_tokens": 10, "output_tokens": 5, "attempts": 2}}
     store.add_node(sid, NodeRecord(1, 0, "seed", "anthropic:m", "", "cpp", {}, KERNEL, "h", "", ok(1.2), trace))
     store.add_node(sid, NodeRecord(2, 1, "inherit", "template", "cpp.rows", "cpp", {"ROWS": 2}, KERNEL, "h2", "",
-                                   failed(ev.COMPILE_ERROR, "no")))
+                                   failed(ev.COMPILE_ERROR, "no", log="kernel.cpp:3: error: expected ';'")))
     records = [record(store.session(sid), n) for n in store.nodes(sid)]
     for rec in records:
         jsonschema.validate(rec, schema())
-    assert records[0]["usage"]["attempts"] == 2 and records[1]["context"] is None
+    assert records[0]["usage"]["attempts"] == 2 and records[1]["prompt"] is None
+    # each node's reward carries its own failure evidence: the compile log of the node that did not compile
+    assert records[0]["reward"]["evidence"] == "" and "expected ';'" in records[1]["reward"]["evidence"]
     broken = dict(records[0], reward={**records[0]["reward"], "status": "great"})
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema())

@@ -90,7 +90,7 @@ def test_every_llm_failure_mode_is_a_node_and_the_search_goes_on(llm_server, cap
     assert len(records) == 6
     for rec in records:
         jsonschema.validate(rec, schema())
-    assert records[0]["context"]["user"] == first_user and records[0]["reward"]["correct"]
+    assert records[0]["prompt"]["user"] == first_user and records[0]["reward"]["correct"]
     assert records[3]["reward"]["status"] == "wrong_result" and records[3]["reward"]["fitness"] == 0
 
 

@@ -1,9 +1,9 @@
 """Trajectory export: every search node as one JSON line, for post-training smaller models with RL.
 
 A record holds what the synthesizer saw (the prompt as sent), what it answered (the raw response), the
-candidate that became, and the reward the harness measured (fitness, correctness, status with its reason,
-timings, diagnosis), plus the tokens it cost. The schema is ``kevolve/schemas/trajectory.schema.json``
-(JSON Schema 2020-12); the final re-timing of a session's best node is not a synthesis step and is left out.
+candidate that became, and the reward the harness measured (fitness, correctness, status with its reason and
+its own evidence, e.g. a compile error's log; timings, diagnosis), plus the tokens it cost. The schema is
+``kevolve/schemas/trajectory.schema.json`` (JSON Schema 2020-12); the final re-timing of a session's best node is not a synthesis step and is left out.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
+from kevolve.harness.evaluation import evidence_text
 from kevolve.store import NodeRecord, SessionRecord, Store
 
-SCHEMA_VERSION = 1
+#: 2: the prompt under ``prompt`` (was ``context``) and each node's failure evidence in ``reward.evidence``
+SCHEMA_VERSION = 2
 
 
 def schema() -> dict[str, Any]:
@@ -33,7 +35,7 @@ def record(session: SessionRecord, node: NodeRecord) -> dict[str, Any]:
         "toolchain": session.toolchain,
         "problem": {"name": session.problem_name, "family": session.family, "key": session.problem_key,
                     "spec": session.problem_spec},
-        "context": prompt if prompt else None,
+        "prompt": prompt if prompt else None,
         "response": trace.get("response") if "response" in trace else None,
         "candidate": {"language": node.language, "source": node.source, "parameters": node.parameters,
                       "recipe": node.recipe, "note": node.note},
@@ -42,6 +44,7 @@ def record(session: SessionRecord, node: NodeRecord) -> dict[str, Any]:
             "fitness_kind": "none" if not ev.correct else
             ("speedup over eager" if timed else "modeled fraction of the roofline"),
             "correct": ev.correct, "status": ev.status, "stage": ev.stage, "reason": ev.reason,
+            "evidence": evidence_text(ev),
             "kernel_seconds": ev.timings["kernel"].median if "kernel" in ev.timings else None,
             "speedups": {k: {"median": v.median, "low": v.low, "high": v.high} for k, v in ev.speedups.items()},
             "diagnosis": {"kind": ev.diagnosis.kind, "summary": ev.diagnosis.summary,

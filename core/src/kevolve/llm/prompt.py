@@ -82,13 +82,19 @@ def _fit(sections: list[Section], budget: int) -> None:
         section.items[index] = item[: keep // 2] + TRUNCATED + item[-(keep - keep // 2):]
 
 
+def _shapes(problem: Problem) -> str:
+    """What the checks run at, as the problem says: "the shape of the Problem section" or "3 shapes"."""
+    count = len(problem.check_dims())
+    return "the problem's shape" if count == 1 else f"{count} shapes (the Problem section lists them)"
+
+
 def _system(context: Context, language: str) -> str:
     tag = fence(context.form(language), language)
     return (
         f"You are an expert performance engineer writing {language} compute kernels for {context.target.name} "
         f"({context.target.description}). A search harness compiles your kernel, checks it against PyTorch on "
-        "fresh random inputs at several shapes, times it against PyTorch and profiles it. Correctness comes "
-        "first; then speed. Computing the result by calling PyTorch or a vendor library is rejected: write the "
+        f"fresh random inputs at {_shapes(context.problem)}, times it against PyTorch and profiles it. "
+        "Correctness comes first; then speed. Computing the result by calling PyTorch or a vendor library is rejected: write the "
         "computation yourself.\n\n"
         f"Answer with exactly one fenced ```{tag} code block holding the complete kernel file, following the "
         "kernel file contract below, then at most three sentences on what you changed and why.\n"
