@@ -158,9 +158,15 @@ def reset_manager() -> None:
     get_manager.cache_clear()
 
 
+#: the variables that choose which plugins load, as this process has them now: a worker forked from a zygote
+#: started earlier would otherwise read them as they were then (and load another plugin set)
+PLUGIN_ENV = ("KEVOLVE_DISABLE_PLUGIN_AUTOLOAD", "KEVOLVE_PLUGINS")
+
+
 def worker_bootstrap() -> dict[str, Any]:
     """What a worker process needs to see the same plugins as this one."""
-    return {"sys_path": list(sys.path), "modules": list(get_manager().modules)}
+    return {"sys_path": list(sys.path), "modules": list(get_manager().modules),
+            "env": {name: os.environ.get(name) for name in PLUGIN_ENV}}
 
 
 def adopt_bootstrap(bootstrap: dict[str, Any]) -> Manager:
@@ -170,6 +176,11 @@ def adopt_bootstrap(bootstrap: dict[str, Any]) -> Manager:
     for entry in bootstrap["sys_path"]:
         if entry not in sys.path:
             sys.path.append(entry)
+    for name, value in bootstrap.get("env", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     manager = build_manager(bootstrap["modules"])
     get_manager.cache_clear()
     get_manager = lambda: manager
