@@ -164,10 +164,10 @@ class CudaToolchain(Toolchain):
         return True, ""
 
     def build(self, source: str, workdir: Path, problem: Problem | None = None) -> BuildResult:
-        code, options = kernel_file_parts(source)
         path = self.write_python_file(source, workdir)
         repro = shlex.join([sys.executable, "-m", "kevolve_nvidia.cuda_toolchain", str(path), "--arch", self.arch])
-        try:
+        try:  # a file without its SOURCE fails with the same repro as one whose CUDA C++ does not compile
+            code, options = kernel_file_parts(source)
             cubin, log = compile_cuda(code, options, self.arch)
         except CompileError as exc:
             raise CompileError(exc.args[0], log=exc.log, repro=repro) from None
