@@ -137,8 +137,9 @@ def test_without_cupy_the_build_says_what_to_install(monkeypatch, tmp_path):
 ])
 def test_files_that_do_not_follow_the_contract_are_told_what_to_change(source, why, tmp_path):
     chain, _ = toolchain("nvidia_h100")
-    with pytest.raises(CompileError, match=why):
+    with pytest.raises(CompileError, match=why) as raised:
         chain.build(source.replace('r"""x"""', "SOURCE"), tmp_path, None)
+    assert str(tmp_path / "kernel.py") in raised.value.repro  # the command that shows the failure again
 
 
 @pytest.mark.parametrize("snippet", [

@@ -163,11 +163,19 @@ class CudaToolchain(Toolchain):
             return False, f"CUDA C++ kernels are compiled with NVRTC through cupy, which is not usable here: {INSTALL}"
         return True, ""
 
+    def _repro(self, path: Path) -> str:
+        return shlex.join([sys.executable, "-m", "kevolve_nvidia.cuda_toolchain", str(path), "--arch", self.arch])
+
     def build(self, source: str, workdir: Path, problem: Problem | None = None) -> BuildResult:
-        path = self.write_python_file(source, workdir)
-        repro = shlex.join([sys.executable, "-m", "kevolve_nvidia.cuda_toolchain", str(path), "--arch", self.arch])
-        try:  # a file without its SOURCE fails with the same repro as one whose CUDA C++ does not compile
+        try:
             code, options = kernel_file_parts(source)
+        except CompileError as exc:  # told what to change, with the command that shows it again
+            workdir.mkdir(parents=True, exist_ok=True)
+            (workdir / "kernel.py").write_text(source)
+            raise CompileError(exc.args[0], repro=self._repro(workdir / "kernel.py")) from None
+        path = self.write_python_file(source, workdir)
+        repro = self._repro(path)
+        try:
             cubin, log = compile_cuda(code, options, self.arch)
         except CompileError as exc:
             raise CompileError(exc.args[0], log=exc.log, repro=repro) from None
