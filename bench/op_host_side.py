@@ -69,4 +69,4 @@ for name, dims, dtype in [("relu", {"n": 8}, "float32"), ("layer_norm", {"rows":
         from op_overhead import python_launches
 
         print(f"  {python_launches(lambda: k(xs, outs)):g} launches per call; op signatures {k.signatures()}, "
-              f"declined {k.declined or 'none'}")
+              f"declined {dict(k.declined) or 'none'}")

@@ -66,3 +66,17 @@ def test_what_a_launcher_does_with_torch_is_seen_allocations_apart_from_computat
         x.zero_(), torch.zeros(3)  # values written by torch: a replay of the launches alone would not write them
     assert [t.data_ptr() for t in seen.allocated] == [temporary.data_ptr()]
     assert seen.torch_ops == {"zero_", "zeros"}
+
+
+def test_launches_go_through_the_wrapper_meanwhile_and_are_counted():
+    from kevolve_triton.replay import launches_through, python_launches
+    from triton.compiler.compiler import CompiledKernel
+
+    compiled = CompiledKernel.__new__(CompiledKernel)
+    compiled._run = launcher = object()  # what Triton's launcher property gives once the handles are loaded
+    compiled.module = None  # nothing loaded: nothing for its __del__ to unload
+    with launches_through(lambda kernel, launch: (kernel, launch)):
+        assert compiled.run == (compiled, launcher)
+    with python_launches() as counted:
+        assert compiled.run is launcher and compiled.run is launcher
+    assert counted == [2] and compiled.run is launcher  # the property is Triton's own again

@@ -20,6 +20,7 @@ import ctypes
 import struct
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +52,7 @@ class ReplayKernel:
         self.request = request if callable(request) else None
         self.allocate = allocate
         #: why signatures stay on the Python launcher: reason -> how many
-        self.declined: dict[str, int] = {}
+        self.declined: Counter[str] = Counter()
         self._constants: dict[tuple, torch.Tensor] = {}
         self._library: Any = None
         self._state: int | None = None
@@ -151,11 +152,11 @@ class ReplayKernel:
                   if not _same(a, b)), "")
         self._library.kevolve_triton_commit(self._state, int(not why))
         if why:
-            self.declined[f"replay check: {why}"] = self.declined.get(f"replay check: {why}", 0) + 1
+            self.declined[f"replay check: {why}"] += 1
 
     def _decline(self, reason: str) -> None:
         self._library.kevolve_triton_offer(self._state, None, -1)
-        self.declined[reason] = self.declined.get(reason, 0) + 1
+        self.declined[reason] += 1
 
 
 class Seen(TorchDispatchMode):
@@ -187,28 +188,21 @@ _ALLOCATIONS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_
 def recording(launches: list[tuple]) -> Iterator[Seen]:
     """Record this thread's Triton launches into ``launches`` as (compiled kernel, grid x, y, z, arguments), and
     what the launcher did with torch meanwhile."""
-    from triton.compiler.compiler import CompiledKernel
-
-    launcher_of = CompiledKernel.__dict__.get("run")
-    if not isinstance(launcher_of, property):
-        raise NotReplayable("this Triton's CompiledKernel has no `run` property to record launches from")
     thread = threading.get_ident()
 
-    def recorded(self: Any) -> Callable:
-        launch = launcher_of.fget(self)
+    def recorded(compiled: Any, launch: Callable) -> Callable:
         if threading.get_ident() != thread:
             return launch
 
         def run(grid_x: int, grid_y: int, grid_z: int, stream: int, function: int, *rest: Any) -> Any:
             # rest: packed metadata, launch metadata, enter and exit hooks, then the kernel's arguments
-            launches.append((self, grid_x, grid_y, grid_z, rest[4:]))
+            launches.append((compiled, grid_x, grid_y, grid_z, rest[4:]))
             return launch(grid_x, grid_y, grid_z, stream, function, *rest)
 
         return run
 
-    with _RECORDING:
+    with _RECORDING, launches_through(recorded):
         mode = torch.cuda.get_sync_debug_mode()
-        CompiledKernel.run = property(recorded)
         torch.cuda.set_sync_debug_mode("warn")
         try:
             with warnings.catch_warnings(record=True) as caught, Seen() as seen:
@@ -217,25 +211,34 @@ def recording(launches: list[tuple]) -> Iterator[Seen]:
             seen.host_reads += [str(w.message).splitlines()[0] for w in caught if "synchroniz" in str(w.message)]
         finally:
             torch.cuda.set_sync_debug_mode(mode)
-            CompiledKernel.run = launcher_of
 
 
 @contextmanager
 def python_launches() -> Iterator[list[int]]:
-    """Counts the Triton launches made from Python meanwhile (each goes through ``CompiledKernel.run``; a replayed
-    one does not): how a test or a benchmark sees that an op replays. Yields a one-item list holding the count."""
-    from triton.compiler.compiler import CompiledKernel
-
-    launcher_of = CompiledKernel.__dict__["run"]
+    """Counts the Triton launches made from Python meanwhile (a replayed one makes none): how a test or a benchmark
+    sees that an op replays. Yields a one-item list holding the count."""
     counted = [0]
 
-    def run(self: Any) -> Callable:
+    def counting(compiled: Any, launch: Callable) -> Callable:
         counted[0] += 1
-        return launcher_of.fget(self)
+        return launch
 
-    CompiledKernel.run = property(run)
-    try:
+    with launches_through(counting):
         yield counted
+
+
+@contextmanager
+def launches_through(wrap: Callable[[Any, Callable], Callable]) -> Iterator[None]:
+    """Every Triton launch from Python goes through ``CompiledKernel.run`` (a property giving the compiled
+    kernel's launcher, in Triton 3.6 as in 3.9): meanwhile it gives ``wrap(compiled kernel, launcher)`` instead."""
+    from triton.compiler.compiler import CompiledKernel
+
+    launcher_of = CompiledKernel.__dict__.get("run")
+    if not isinstance(launcher_of, property):
+        raise NotReplayable("this Triton's CompiledKernel has no `run` property to record launches from")
+    CompiledKernel.run = property(lambda compiled: wrap(compiled, launcher_of.fget(compiled)))
+    try:
+        yield
     finally:
         CompiledKernel.run = launcher_of
 
