@@ -782,7 +782,7 @@ def retime(rows: list[dict], target: str, stop_at: float, repeats: int = 41, inn
             torch.cuda.synchronize()
             # as the harness: a call that reads the device to size its outputs is timed by the host's clock
             samples = runner.time_interleaved(thunks, repeats=repeats, inner={name: inner for name in thunks},
-                                              host_clock=problem.sizing_source() is not None)
+                                              host_clock=problem.value_sized)
             timings = {name: Timing.of(v) for name, v in samples.items()}
             best = min(kernels, key=lambda name: timings[name].median)
             fin = finalists[int(best.removeprefix("kernel"))]
@@ -851,7 +851,7 @@ def compile_baselines(rows_path: Path, out_path: Path, repeats: int = 41, inner:
                 torch.cuda.synchronize()
                 samples = runner.time_interleaved({mode: lambda compiled=compiled, inputs=inputs: compiled(*inputs)},
                                                   repeats=repeats, inner={mode: inner},
-                                                  host_clock=problem.sizing_source() is not None)
+                                                  host_clock=problem.value_sized)
                 results[str(index)][mode] = vars(Timing.of(samples[mode]))
             except Exception as exc:  # noqa: BLE001 - that row keeps its search-time numbers for this mode
                 results[str(index)][mode] = {"error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -149,7 +149,7 @@ def measure(op_name: str, dtype: str | None, dims: dict[str, int], size: str, ar
     # input sets of different sizes (as the harness draws fresh inputs each round)
     generator = torch.Generator().manual_seed(0)
     sets = [[t.to(device) for t in problem.make_inputs(problem.dims, generator)]
-            for _ in range(4 if problem.sizing_source() is not None else 1)]
+            for _ in range(4 if problem.value_sized else 1)]
     inputs = sets[0]
     n_caller = len(inputs) - len(problem.extra_inputs())
     outputs = [[torch.empty(shape, dtype=dt, device=device) for shape, dt in problem.output_specs(s)] for s in sets]

@@ -176,7 +176,7 @@ class OptimizeResult:
 
         registered = get_manager().target(self.target)
         device = registered.backend.runner(registered.spec).device
-        graphs = graphs_without_trying(self.problem.sizing_source() is not None, device)
+        graphs = graphs_without_trying(self.problem.value_sized, device)
         name = op_name(self.problem, registered.spec.name, source_hash(self.source))
         return f"as a torch op: torch.ops.kevolve.{name} (as_torch_op(), save(DIR)); CUDA graphs: {graphs}"
 

@@ -57,7 +57,7 @@ def problem_shapes(problem: Problem) -> tuple[ShapeFunction, bool]:
     """Output shapes from the problem itself (its reference traced on meta tensors, or its declared sizing)."""
     extras = problem.extra_inputs()
     return (lambda inputs, read: problem.output_specs([*inputs, *extras], read)), \
-        problem.sizing_source() is not None
+        problem.value_sized
 
 
 def derived_shapes(problem: Problem, signature: Signature) -> tuple[ShapeFunction, bool, str | None]:

@@ -114,7 +114,7 @@ def write_package(problem: Problem, target: str, source: str, language: str, dir
     extras = problem.extra_inputs()
     if extras:
         torch.save([t.detach().cpu() for t in extras], directory / "extras.pt")
-    value_dependent = problem.sizing_source() is not None
+    value_dependent = problem.value_sized
     graphs = graphs_without_trying(value_dependent, device)
     describe = problem.describe()
     (directory / "__init__.py").write_text(_INIT.format(

@@ -205,7 +205,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
     baselines_only = {name: thunk for name, thunk in thunks.items() if name != "kernel"}
     # a call that reads the device to size its outputs waits for it: a loop of such calls pays its host side
     # in full, which device timers would hide, so it is timed as the loop runs (kernel and baselines alike)
-    host_clock = problem.sizing_source() is not None
+    host_clock = problem.value_sized
     samples: dict[str, list[float]] = {name: [] for name in thunks}
     for round_ in range(config["repeats"]):
         if round_:

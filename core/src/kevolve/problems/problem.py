@@ -137,6 +137,12 @@ class Problem(ABC):
         reference (:mod:`kevolve.delivery.shapes`)."""
         return None
 
+    @property
+    def value_sized(self) -> bool:
+        """Whether an output's size depends on input values: a call then reads the device to size it (so its op
+        cannot be captured in a CUDA graph, is never replayed, and is timed by the host's clock)."""
+        return self.sizing_source() is not None
+
     def input_names(self, count: int) -> list[str]:
         """Names of the caller's inputs, for a delivered op's schema.
 
