@@ -12,7 +12,8 @@ input values (jagged_truncate), every contender cycles through four input sets, 
 Per call: each contender is called back to back ``inner`` times and the device synchronised once; the samples of
 all contenders are taken round-robin, ``rounds`` times (medians with [p10..p90]). That is the rate a loop of calls
 gets: host-bound where the host side is longer than the device's, device-bound otherwise. ``raw`` is the
-kernel's launcher with outputs allocated once beforehand; ``op`` the registered op, with its shape lookup,
+kernel's launcher with outputs allocated once beforehand (where output sizes depend on values, each call
+reads them from the device and allocates, as any caller must); ``op`` the registered op, with its shape lookup,
 output allocation and any read that sizes an output; ``in graph``: the same calls replayed from a CUDA graph
 (GPU targets; "-" where capture fails, e.g. a size read back to the host), and how many Triton launches a call of
 the op makes from Python (0 once its launches are replayed from C). ``harness`` is the kernel's time and
@@ -159,7 +160,11 @@ def measure(op_name: str, dtype: str | None, dims: dict[str, int], size: str, ar
         turn = itertools.cycle(range(len(sets)))
         return lambda: call(next(turn))
 
-    thunks = {"raw": rotating(lambda i: raw(sets[i], outputs[i])), "op": rotating(lambda i: op(*sets[i][:n_caller])),
+    def sized_raw(i):  # what a caller of the raw launcher does where sizes depend on values: read, allocate, launch
+        raw(sets[i], [torch.empty(shape, dtype=dt, device=device) for shape, dt in problem.output_specs(sets[i])])
+
+    raw_call = sized_raw if problem.value_sized else (lambda i: raw(sets[i], outputs[i]))
+    thunks = {"raw": rotating(raw_call), "op": rotating(lambda i: op(*sets[i][:n_caller])),
               "eager": rotating(lambda i: problem.reference(sets[i])),
               "compile": rotating(lambda i: compiled(*sets[i]))}
     for name in ("op", "eager"):
