@@ -179,10 +179,10 @@ def measure(op_name: str, dtype: str | None, dims: dict[str, int], size: str, ar
     evaluation = evaluate_candidate(Candidate(source, language), problem, args.target,
                                     HarnessConfig(workdir=str(workdir / "builds"))) if args.harness else None
     if evaluation is not None:
-        status = evaluation.status
+        status = evaluation.status if evaluation.correct else f"{evaluation.status}: {evaluation.reason[:200]}"
     if evaluation is not None and evaluation.correct and evaluation.timings:
         harness = {"kernel_s": evaluation.timings["kernel"].median, "eager_s": evaluation.timings["eager"].median,
-                   "speedup": vars(evaluation.speedups["eager"])}
+                   "speedup": vars(evaluation.speedups["eager"]), "timing_note": evaluation.timing_note}
     ratios = [e / o for e, o in zip(samples["eager"], samples["op"])]
     return {"op": op_name, "size": size, "shape": problem.dims, "dtype": str(problem.dtype).removeprefix("torch."),
             "kernel": chosen, "language": language, "samples": samples, "op_vs_eager": statistics.median(ratios),

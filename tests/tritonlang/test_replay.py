@@ -22,7 +22,7 @@ def test_pointers_are_places_in_the_ops_tensors_and_scalars_their_bits():
     x, out, scratch = torch.zeros(64), torch.zeros(32, dtype=torch.float64), torch.zeros(16, dtype=torch.uint8)
     kernel = compiled({"x": "*fp32", "out": "*fp64", "tmp": "*u8", "n": "i32", "BLOCK": "constexpr",
                        "eps": "fp32", "big": "i64"})
-    record = encode([(kernel, 3, 2, 1, (x[8:], out, scratch, -5, 128, 1e-5, 1 << 40))], [x], [out], [scratch])
+    record = encode([(kernel, 3, 2, 1, (x[8:], out, scratch, -5, 128, 1e-5, 1 << 40), 0)], [x], [out], [scratch])
     assert record[:3] == [1, 1, 16]  # one launch, one scratch buffer of 16 bytes
     assert record[3:10] == [0xF00D, 3, 2, 1, 128, 512, 6]  # function, grid, 4 warps of 32, shared, 6 params
     params = [record[10 + 4 * i: 14 + 4 * i] for i in range(6)]
@@ -53,7 +53,7 @@ def test_scalars_have_the_bits_tritons_launcher_passes(kind, value, bits):
 def test_launches_cuLaunchKernel_cannot_repeat_are_refused_with_the_reason(signature, args, metadata, reason):
     x = torch.zeros(8)
     with pytest.raises(NotReplayable, match=reason):
-        encode([(compiled(signature, **metadata), 1, 1, 1, args(x))], [x], [], [])
+        encode([(compiled(signature, **metadata), 1, 1, 1, args(x), 0)], [x], [], [])
 
 
 def test_what_a_launcher_does_with_torch_is_seen_allocations_apart_from_computation():

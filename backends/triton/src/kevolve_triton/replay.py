@@ -109,6 +109,10 @@ class ReplayKernel:
             "by the kernel file's launcher) and then replayed with cuLaunchKernel")
         return ctypes.cast(library.kevolve_triton_launch, ctypes.c_void_p).value, self._state
 
+    def constant_buffers(self) -> list[torch.Tensor]:
+        """The scratch buffers it keeps from call to call (a file's constant requests): memory its calls own."""
+        return list(self._constants.values())
+
     def signatures(self) -> dict[str, int]:
         """How many input signatures are replayed, still learning, and left to the Python launcher."""
         if self._state is None:
@@ -186,8 +190,8 @@ _ALLOCATIONS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_
 
 @contextmanager
 def recording(launches: list[tuple]) -> Iterator[Seen]:
-    """Record this thread's Triton launches into ``launches`` as (compiled kernel, grid x, y, z, arguments), and
-    what the launcher did with torch meanwhile."""
+    """Record this thread's Triton launches into ``launches`` as (compiled kernel, grid x, y, z, arguments,
+    stream), and what the launcher did with torch meanwhile."""
     thread = threading.get_ident()
 
     def recorded(compiled: Any, launch: Callable) -> Callable:
@@ -196,7 +200,7 @@ def recording(launches: list[tuple]) -> Iterator[Seen]:
 
         def run(grid_x: int, grid_y: int, grid_z: int, stream: int, function: int, *rest: Any) -> Any:
             # rest: packed metadata, launch metadata, enter and exit hooks, then the kernel's arguments
-            launches.append((compiled, grid_x, grid_y, grid_z, rest[4:]))
+            launches.append((compiled, grid_x, grid_y, grid_z, rest[4:], stream))
             return launch(grid_x, grid_y, grid_z, stream, function, *rest)
 
         return run
@@ -252,7 +256,7 @@ def encode(launches: Sequence[tuple], inputs: Sequence[torch.Tensor], outputs: S
                for kind, tensors in ((INPUT, inputs), (OUTPUT, outputs), (SCRATCH, scratch))
                for index, t in enumerate(tensors) if t.numel()]
     record = [len(launches), len(scratch), *(t.numel() * t.element_size() for t in scratch)]
-    for compiled, grid_x, grid_y, grid_z, args in launches:
+    for compiled, grid_x, grid_y, grid_z, args, _ in launches:  # replayed on the caller's stream
         metadata = compiled.metadata
         for attribute in ("launch_pdl", "launch_cooperative_grid", "global_scratch_size", "profile_scratch_size",
                           "tensordesc_meta"):

@@ -8,6 +8,7 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Protocol
 
@@ -23,6 +24,17 @@ class KernelFn(Protocol):
     native per-call path launches it with (see kevolve.delivery.runtime)."""
 
     def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None: ...
+
+
+@dataclass
+class Audit:
+    """What a runner saw one call of a kernel do besides its own work (:meth:`Runner.audit`)."""
+
+    #: rules the call broke, each in words with its evidence: the candidate is rejected
+    violations: list[str] = field(default_factory=list)
+    #: why the runner's usual timer might miss part of the call's work, so the call is timed by the host's clock
+    #: over back-to-back calls (waiting for all of the device's work); "" where nothing stands in the way
+    host_clock: str = ""
 
 
 _module_ids = itertools.count()
@@ -63,6 +75,14 @@ class Runner(ABC):
 
     def flush_cache(self) -> None:
         """Evict caches between repetitions where the runner's timing model asks for cold caches."""
+
+    def audit(self, kernel: KernelFn, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
+              judge: Callable[[list[torch.Tensor]], str | None]) -> Audit:
+        """Before timing, what one call ``kernel(inputs, outputs)`` does besides its own work, where this runner can
+        see it: work the timer would not wait for, memory the call was not given. ``judge(outputs)`` says what is
+        wrong with outputs the audit had the kernel write (None when right); its reference is computed only when
+        asked, after the kernel's calls. Here: nothing to see (a host timer waits for everything)."""
+        return Audit()
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
                          inner: dict[str, int], host_clock: bool = False) -> dict[str, list[float]]:

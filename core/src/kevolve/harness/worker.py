@@ -13,7 +13,7 @@ import random
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from typing import Any
 
@@ -145,6 +145,32 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             round_ += 1
 
 
+def audit_kernel(problem, kernel: Callable, runner) -> str:
+    """The runner's audit of one call at the last checked shape (where the kernel has compiled and tuned): a rule
+    it breaks rejects the candidate; returns why it must be timed by the host's clock, or ""."""
+    gen = torch.Generator().manual_seed(_seed_from_os())
+    inputs = [t.to(runner.device) for t in problem.make_inputs(problem.check_dims()[-1], gen)]
+    pristine = [t.clone() for t in inputs]
+    outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), 0, runner.device)
+    tol = problem.tolerance(problem.dtype)
+
+    def judge(written: list[torch.Tensor]) -> str | None:
+        for index, (out, ref) in enumerate(zip(written, problem.reference(pristine))):
+            bad = checks.compare(out, ref.to(runner.device), tol, 0)
+            if bad is not None:
+                return f"output {index}: {bad['reason']}"
+        return None
+
+    try:
+        audit = runner.audit(kernel, inputs, outputs, judge)
+    except Exception as exc:
+        raise Rejected(ev.RUNTIME_ERROR, "audit", f"kernel raised {type(exc).__name__} while audited: {exc}",
+                       {"traceback": traceback.format_exc()})
+    if audit.violations:
+        raise Rejected(ev.REJECTED, "audit", "; ".join(audit.violations[:4]), {"violations": audit.violations})
+    return audit.host_clock
+
+
 def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
     """How many calls make one timed sample at least ``sample_s`` long (after a warm-up call)."""
     thunk()
@@ -156,16 +182,17 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
     return max(1, min(10_000, math.ceil(sample_s / once)))
 
 
-def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
-                   task: dict[str, Any]) -> tuple[dict, dict, dict, Callable, list]:
+def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], task: dict[str, Any],
+                   host_clock: bool = False) -> tuple[dict, dict, dict, Callable, list]:
     """Timings and speedups of the kernel against the asked baselines, the baselines left untimed (with the
     reason), the kernel's thunk and the tensors it uses.
 
     What is timed is the op a user gets (result.as_torch_op()): output shapes, allocation (as eager pays it), any
     read that sizes an output, and the launch. Round by round, the kernel's sample, then the baselines', on fresh
-    inputs each round (each contender called once untimed on them first) and sample lengths that vary at random:
-    a kernel that behaves while checked and cheats while timed (by the outputs' poison, by counting calls, by
-    seeing an input again) is caught by the check of
+    inputs each round (each contender called once untimed on them, just before its own sample) and sample lengths
+    that vary at random. No answer to a round's inputs exists in the process before the kernel's timed calls on
+    them (the baselines run after). A kernel that behaves while checked and cheats while timed (by the outputs'
+    poison, by counting calls, by seeing an input again) is caught by the check of
     each round's last timed call, whose outputs are copied the moment the sample ends and compared with the
     reference computed after it; a thread still computing after the call returned is caught by watching the
     process's other threads for a moment; a child process started while timed, by looking for one."""
@@ -206,17 +233,14 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
     baselines_only = {name: thunk for name, thunk in thunks.items() if name != "kernel"}
     # a call that reads the device to size its outputs waits for it: a loop of such calls pays its host side
     # in full, which device timers would hide, so it is timed as the loop runs (kernel and baselines alike)
-    host_clock = problem.value_sized
+    host_clock = host_clock or problem.value_sized
     samples: dict[str, list[float]] = {name: [] for name in thunks}
-    for round_ in range(config["repeats"]):
-        if round_:
-            draw()
-            # one untimed call of each on the new inputs: a caller's loop has its allocator blocks and kernel
-            # specialisations for them ready, and jagged inputs change sizes every round (jagged_truncate on a lent
-            # H200: 1.01x eager timed cold against the 1.26x a caller's loop got; 1.15x against 1.14x warmed)
-            for thunk in thunks.values():
-                thunk()
-            runner.synchronize()
+    for _ in range(config["repeats"]):
+        draw()  # the first round too: calibration computed the baselines' answers to the inputs it used
+        # one untimed call on the new inputs: a caller's loop has its allocator blocks and kernel specialisations
+        # ready, and jagged inputs change sizes every round (jagged_truncate on a lent H200: 1.01x eager timed
+        # cold against the 1.26x a caller's loop got; 1.15x against 1.14x warmed)
+        _warm([run_kernel], runner)
         lengths = {name: max(1, round(n * rng.uniform(0.75, 1.25))) for name, n in inner.items()}
         got = runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": lengths["kernel"]},
                                       host_clock=host_clock)
@@ -235,6 +259,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
             if bad is not None:
                 raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
                                "calls were right: it computes only while checked)", {**bad, "output": index})
+        _warm(baselines_only.values(), runner)
         got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock,
                                            inner={name: lengths[name] for name in baselines_only}))
         for name, values in got.items():
@@ -242,6 +267,12 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any],
     timings = {name: ev.Timing.of(s) for name, s in samples.items()}
     speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
     return timings, speedups, untimed, run_kernel, [inputs, _as_list(returned[0])]
+
+
+def _warm(thunks: Iterable[Callable], runner) -> None:
+    for thunk in thunks:
+        thunk()
+    runner.synchronize()
 
 
 def _check_process(clocks: dict[str, Any], stage: str, children: bool = True) -> None:
@@ -297,6 +328,8 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                            "work is done by its call (threads a parallel region starts are fine)",
                            {"threads": len(new_threads)})
         check_correctness(problem, kernel, runner, config, report)
+        report("audit")
+        clock_reason = audit_kernel(problem, kernel, runner)
         _check_process(clocks, "correctness")
         outside = getattr(kernel, "outside_contract", lambda: [])()  # what it ran, where the loader can tell
         if outside:
@@ -307,10 +340,12 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             if not timed:
                 result.update(untimed=note, **_estimate(problem, backend, spec, build, task))
             return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
-        result["timing_note"] = note
+        result["timing_note"] = "; ".join(n for n in (note, clock_reason and f"timed by the host's clock: "
+                                                      f"{clock_reason}") if n)
         with exclusive_device(runner.device):
             report("timing")
-            timings, speedups, untimed, run_kernel, keep_alive = time_candidate(problem, kernel, runner, config, task)
+            timings, speedups, untimed, run_kernel, keep_alive = time_candidate(
+                problem, kernel, runner, config, task, host_clock=bool(clock_reason))
             _check_process(clocks, "timing", children=False)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
