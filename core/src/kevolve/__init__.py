@@ -5,11 +5,13 @@
     print(result.summary())
     softmax = result.as_torch_op()      # torch.ops.kevolve.<name>: eager, torch.compile, torch.export
     result.save("softmax_op/")          # a pip-installable package; kevolve.load("softmax_op/") gives it back
+    fast = kevolve.optimize_model(model, inputs, target="cpu")   # hot regions swapped for kernels
 """
 
 from kevolve.api import EvaluateResult, TargetStatus, evaluate, optimize, resume, session_result, targets
 from kevolve.delivery.load import load
 from kevolve.errors import KevolveError
+from kevolve.model.optimize import OptimizedModel, load_model, optimize_model
 from kevolve.problems.problem import Problem
 from kevolve.result import OptimizeResult
 
@@ -28,5 +30,6 @@ def problem_from_callable(fn, example_inputs, name: str | None = None) -> Proble
     return CallableProblem.create(fn, list(example_inputs), name)
 
 
-__all__ = ["EvaluateResult", "KevolveError", "OptimizeResult", "Problem", "TargetStatus", "evaluate", "load",
-           "optimize", "problem_from_callable", "resume", "session_result", "targets"]
+__all__ = ["EvaluateResult", "KevolveError", "OptimizeResult", "OptimizedModel", "Problem", "TargetStatus", "evaluate",
+           "load", "load_model", "optimize", "optimize_model", "problem_from_callable", "resume", "session_result",
+           "targets"]

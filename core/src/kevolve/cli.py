@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -154,6 +155,43 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         if args.report:
             out.print(f"wrote report {args.report}")
     return 0 if result.correct else 1
+
+
+def cmd_optimize_model(args: argparse.Namespace) -> int:
+    import kevolve
+    from kevolve.plugins import get_manager
+    from kevolve.problems.vetting import load_problem_file
+
+    registered = get_manager().usable_target(args.target)
+    device = registered.backend.runner(registered.spec).device
+    problem = load_problem_file(Path(args.file))
+    model = problem.model.to(device)
+    fresh = lambda: [t.to(device) for t in problem.module.get_inputs()]  # noqa: E731
+
+    def say(event: dict[str, Any]) -> None:
+        if args.quiet:
+            return
+        if event["kind"] == "region":
+            err.print(f"region {event['index']} of at most {event['of']}: {event['path']} ({event['share']:.0%} of "
+                      f"the forward), {event['elapsed_s']:.0f} s in")
+        elif event["kind"] in ("profile", "check", "time"):
+            err.print({"profile": "profiling the model by submodule", "check": "checking the whole model's outputs",
+                       "time": "timing the whole model"}[event["kind"]])
+
+    fast = kevolve.optimize_model(model, fresh(), target=args.target, budget=args.budget, seed=args.seed,
+                                  store=args.store, time_budget_s=args.time_budget, synthesizer=args.synthesizer,
+                                  max_regions=args.max_regions, min_share=args.min_share,
+                                  fresh_inputs=fresh,
+                                  compare_compile=not args.no_compile, progress=say)
+    if args.save:
+        fast.save(args.save)
+    if args.json:
+        print(json.dumps(fast.report.to_json(), indent=2, default=str))
+    else:
+        out.print(fast.report.summary(), markup=False, highlight=False)
+        if args.save:
+            out.print(f"saved the region kernels to {args.save} (kevolve.load_model(model, DIR))")
+    return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -343,6 +381,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--report", metavar="FILE.html", help="write the search as a self-contained HTML report")
     p.set_defaults(run=cmd_optimize)
+
+    p = sub.add_parser("optimize-model", help="optimize a model's hot regions and swap their kernels in")
+    p.add_argument("file", help="a file with Model, get_inputs() and get_init_inputs() (KernelBench format)")
+    p.add_argument("--target", default="cpu")
+    p.add_argument("--budget", type=int, default=8, help="candidates to evaluate per region (default 8)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-budget", type=float, help="seconds for all regions together")
+    p.add_argument("--synthesizer", default="template", help="as for optimize")
+    p.add_argument("--max-regions", type=int, default=4, help="regions to optimize at most (default 4)")
+    p.add_argument("--min-share", type=float, default=0.05,
+                   help="leave regions under this share of the forward's time alone (default 0.05)")
+    p.add_argument("--no-compile", action="store_true", help="do not time torch.compile of the model")
+    p.add_argument("--save", metavar="DIR", help="write the region kernels (kevolve.load_model(model, DIR))")
+    p.add_argument("--store", help="store path or postgresql:// URL")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(run=cmd_optimize_model)
 
     p = sub.add_parser("evaluate", help="verify and time a kernel file with the search's harness")
     p.add_argument("file")

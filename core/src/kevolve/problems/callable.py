@@ -1,8 +1,8 @@
 """Problems from an importable PyTorch function plus example inputs.
 
-Fresh inputs are drawn to look like the examples (same shapes and dtypes; floats with the examples' mean and
-spread, integers within their range). The function must be importable by ``module:qualname`` so worker
-processes can rebuild the problem; example inputs are saved under ``$KEVOLVE_HOME/problems``.
+Fresh inputs are drawn to look like the examples (:func:`kevolve.problems.module.draw_like`). The function must
+be importable by ``module:qualname`` so worker processes can rebuild the problem; example inputs are saved under
+``$KEVOLVE_HOME/problems``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import torch
 
 from kevolve.errors import ProblemError
 from kevolve.paths import home
+from kevolve.problems.module import draw_like
 from kevolve.problems.problem import Dims, Problem
 
 
@@ -59,19 +60,7 @@ class CallableProblem(Problem):
         return cls(f"{module}:{qualname}", [t.detach().cpu() for t in examples], str(path), name or fn.__name__)
 
     def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
-        fresh = []
-        for t in self.examples:
-            if t.dtype.is_floating_point:
-                values = t.float()
-                std = float(values.std()) if t.numel() > 1 else 1.0
-                draw = torch.randn(t.shape, generator=gen) * (std or 1.0) + float(values.mean())
-                fresh.append(draw.to(t.dtype))
-            elif t.dtype == torch.bool:
-                fresh.append(torch.randint(0, 2, t.shape, generator=gen).bool())
-            else:
-                low, high = int(t.min()), int(t.max())
-                fresh.append(torch.randint(low, high + 1, t.shape, generator=gen, dtype=t.dtype))
-        return fresh
+        return draw_like(self.examples, gen)
 
     def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         out = self.fn(*inputs)

@@ -16,15 +16,14 @@ from typing import Any
 import torch
 
 from kevolve.errors import ProblemError
-from kevolve.problems.problem import Dims, Problem
+from kevolve.problems.module import ModuleProblem
+from kevolve.problems.problem import Dims
 
 _ids = itertools.count()
 MODEL_SEED = 0
 
 
-class KernelBenchProblem(Problem):
-    family = "custom"
-
+class KernelBenchProblem(ModuleProblem):
     def __init__(self, path: Path) -> None:
         self.path = Path(path).resolve()
         if not self.path.is_file():
@@ -44,7 +43,7 @@ class KernelBenchProblem(Problem):
         with torch.random.fork_rng():
             torch.manual_seed(MODEL_SEED)
             try:
-                self.model = module.Model(*module.get_init_inputs()).eval()
+                model = module.Model(*module.get_init_inputs()).eval()
                 example = list(module.get_inputs())
             except Exception as exc:
                 raise ProblemError(f"{self.path}: building Model(*get_init_inputs()) or get_inputs() failed: "
@@ -52,10 +51,7 @@ class KernelBenchProblem(Problem):
         if not example or not all(isinstance(t, torch.Tensor) for t in example):
             raise ProblemError(f"{self.path}: get_inputs() must return a list of one or more tensors, returned "
                                f"{example!r:.80}")
-        self.n_inputs = len(example)
-        self._weights = [p.detach() for p in itertools.chain(self.model.parameters(), self.model.buffers())]
-        self._dims = {f"arg{i}_{j}": int(size) for i, t in enumerate(example) for j, size in enumerate(t.shape)}
-        self._dtype = next((t.dtype for t in example if t.dtype.is_floating_point), torch.float32)
+        self._adopt(model, example)
 
     def _load(self):
         spec = importlib.util.spec_from_file_location(f"kevolve_kernelbench_{next(_ids)}", self.path)
@@ -80,42 +76,11 @@ class KernelBenchProblem(Problem):
             raise ProblemError(f"{self.path}: Model.forward must return a tensor or a tuple of tensors, returned "
                                f"{outputs!r:.80}")
 
-    def check_dims(self) -> list[Dims]:
-        return [self.dims]  # get_inputs() knows one shape; fresh values are drawn on every call
-
     def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
         with torch.random.fork_rng():
             torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
             inputs = list(self.module.get_inputs())
         return inputs + [w.clone() for w in self._weights]
-
-    def extra_inputs(self) -> list[torch.Tensor]:
-        return list(self._weights)
-
-    def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        with torch.no_grad():
-            out = self.model(*inputs[: self.n_inputs])
-        return list(out) if isinstance(out, (tuple, list)) else [out]
-
-    def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
-        """Traced on meta tensors, weights included, without touching the real module; a forward that makes
-        tensors of its own (``torch.arange(n)``, on the CPU) is traced on fake CPU tensors instead."""
-        try:
-            return self._traced(inputs, lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta"))
-        except RuntimeError:
-            from torch._subclasses.fake_tensor import FakeTensorMode
-
-            with FakeTensorMode() as mode:
-                return self._traced(inputs, mode.from_tensor)
-
-    def _traced(self, inputs: list[torch.Tensor], stand_in: Any) -> list[tuple[tuple[int, ...], torch.dtype]]:
-        state = {name: stand_in(t) for name, t in itertools.chain(self.model.named_parameters(),
-                                                                  self.model.named_buffers())}
-        with torch.no_grad():
-            out = torch.func.functional_call(self.model, state,
-                                             tuple(stand_in(t) for t in inputs[: self.n_inputs]))
-        out = list(out) if isinstance(out, (tuple, list)) else [out]
-        return [(tuple(int(s) for s in o.shape), o.dtype) for o in out]
 
     def reference_source(self) -> str:
         return self.text

@@ -13,6 +13,7 @@ from kevolve.conformance.kernel import ConformanceProblem
 from kevolve.errors import ProblemError
 from kevolve.problems.callable import CallableProblem
 from kevolve.problems.catalog import CatalogProblem, OpLookup
+from kevolve.problems.exported import ExportedProblem
 from kevolve.problems.kernelbench import KernelBenchProblem
 from kevolve.problems.problem import Problem
 
@@ -23,7 +24,7 @@ def problem_from_spec(spec: dict[str, Any], ops: OpLookup) -> Problem:
     if kind == "catalog":
         return CatalogProblem.from_spec(spec, ops)
     rebuild = {"kernelbench": KernelBenchProblem.from_spec, "callable": CallableProblem.from_spec,
-               "conformance": ConformanceProblem.from_spec}.get(kind)
+               "conformance": ConformanceProblem.from_spec, "exported": ExportedProblem.from_spec}.get(kind)
     if rebuild is None:
         raise ProblemError(f"unknown problem kind {kind!r} in spec {spec!r}")
     return rebuild(spec)

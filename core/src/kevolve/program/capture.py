@@ -117,19 +117,26 @@ def capture(problem: Problem) -> Captured:
     return capture_module(module, examples[:n_user], problem.name)
 
 
-def capture_module(module: torch.nn.Module, inputs: list[torch.Tensor], name: str = "program") -> Captured:
-    """Export ``module`` on ``inputs``; the kernel it lowers to takes ``inputs`` followed by the module's
-    parameters and buffers (``named_parameters`` then ``named_buffers`` order), as a KernelBench problem's."""
+def export(module: torch.nn.Module, inputs: list[torch.Tensor], name: str = "program",
+           decomposed: bool = False) -> torch.export.ExportedProgram:
+    """``torch.export`` of ``module`` on ``inputs`` (decomposed to the operators the backends cover where
+    ``decomposed``); a failure is a :class:`CaptureError` naming the construct and the user's line."""
     try:
         with warnings.catch_warnings(), _quiet():
             warnings.simplefilter("ignore")
-            exported = torch.export.export(module, tuple(inputs), strict=False).run_decompositions(
-                decompositions.table())
+            exported = torch.export.export(module, tuple(inputs), strict=False)
+            return exported.run_decompositions(decompositions.table()) if decomposed else exported
     except Exception as exc:  # noqa: BLE001 - export's failures are many types; each becomes one line
         where = _user_line(exc)
         raise CaptureError(f"cannot capture {name!r} with torch.export: {_construct(exc)}"
                            + (f" at {where}" if where else "")
                            + "; a synthesizer that writes free-form code can still optimize it") from None
+
+
+def capture_module(module: torch.nn.Module, inputs: list[torch.Tensor], name: str = "program") -> Captured:
+    """Export ``module`` on ``inputs``; the kernel it lowers to takes ``inputs`` followed by the module's
+    parameters and buffers (``named_parameters`` then ``named_buffers`` order), as a KernelBench problem's."""
+    exported = export(module, inputs, name, decomposed=True)
     weights = list(module.named_parameters()) + list(module.named_buffers())
     names = [n for n, _ in weights]
     index: dict[str, int] = {}

@@ -35,6 +35,18 @@ static inline int64_t kv_numel(const kv_tensor* t) {
     return n;
 }
 
+// whether t has like's shape and is laid out row-major without gaps (element i of both is at index i)
+static inline int kv_dense_like(const kv_tensor* t, const kv_tensor* like) {
+    if (t->ndim != like->ndim) return 0;
+    int64_t step = 1;
+    for (int64_t d = t->ndim - 1; d >= 0; --d) {
+        if (t->shape[d] != like->shape[d]) return 0;
+        if (t->shape[d] != 1 && t->strides[d] != step) return 0;
+        step *= t->shape[d];
+    }
+    return 1;
+}
+
 // bfloat16 <-> float32, round to nearest even, NaN kept quiet
 static inline float kv_bf16_to_f32(uint16_t v) {
     uint32_t u = (uint32_t)v << 16;

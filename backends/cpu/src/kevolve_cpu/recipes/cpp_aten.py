@@ -8,13 +8,15 @@ and ``halves`` (GLU: ``a`` and ``b`` are the two halves of one input along ``dim
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import cpp_expr, parallel_for, threads_param
+from kevolve_cpu.recipes.cpp_common import cpp_expr, math_param, parallel_for, threads_param
 
 #: dtype name -> (C storage type, kv_dtype enum); bfloat16 is stored as its 16-bit pattern
 C_TYPES = {"float32": ("float", "KV_FLOAT32"), "float64": ("double", "KV_FLOAT64"), "int64": ("int64_t", "KV_INT64"),
@@ -55,13 +57,13 @@ class CppAtenPointwise(Recipe):
         return kernel is not None and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
-        return ScheduleSpace([threads_param(facts)])
+        return ScheduleSpace([threads_param(facts), replace(math_param(), default="poly")])
 
     def render(self, problem: Problem, params: dict) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
         ct = compute_type(k.inputs[0][1])
         out_c, out_enum = C_TYPES[k.out_dtype]
-        value = cpp_expr(k.expr, "libm", ct)
+        value = cpp_expr(k.expr, params.get("math", "libm"), ct)
         checks = [f"    if (n_in != {len(k.inputs) if k.layout != 'halves' else 1} || n_out != 1) return 1;",
                   f"    if (out[0].dtype != {out_enum}) return 3;"]
         sources = k.inputs if k.layout != "halves" else k.inputs[:1]
@@ -88,8 +90,18 @@ class CppAtenPointwise(Recipe):
                 f"    }}" for i in range(len(sources)))
             offsets = " ".join(f"o{i} += c * s{i}[d];" for i in range(len(sources)))
             loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i}]')};" for i, (name, d) in enumerate(k.inputs))
+            dense = " && ".join(f"kv_dense_like(&in[{i}], &out[0])" for i in range(len(sources)))
+            flat = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
             loop = f"""    int64_t {", ".join(f"s{i}[8] = {{0}}" for i in range(len(sources)))};
 {strides}
+    if ({dense}) {{  // every input laid out as the output: a flat loop the compiler vectorizes
+        {pragma}
+        for (int64_t i = 0; i < n; ++i) {{
+            {flat}
+            o[i] = {store(k.out_dtype, value)};
+        }}
+        return 0;
+    }}
     {pragma}
     for (int64_t i = 0; i < n; ++i) {{
         int64_t rest = i, {", ".join(f"o{i} = 0" for i in range(len(sources)))};

@@ -147,10 +147,8 @@ def cpp_expr(expr: Expr, math_lib: str, ct: str = "float") -> str:
             return f"((ct_t)1 / std::sqrt({args[0]}))"
         if fn == "abs":
             return f"std::fabs({args[0]})"
-        if fn == "max":  # NaN-propagating, like torch
-            return f"({args[0]} != {args[0]} ? {args[0]} : std::max<ct_t>({args[0]}, {args[1]}))"
-        if fn == "min":
-            return f"({args[0]} != {args[0]} ? {args[0]} : std::min<ct_t>({args[0]}, {args[1]}))"
+        if fn in ("max", "min"):  # NaN-propagating, like torch; each operand spelled (and computed) once
+            return f"[](ct_t a, ct_t b) {{ return a != a ? a : std::{fn}<ct_t>(a, b); }}({args[0]}, {args[1]})"
         if fn == "neg":
             return f"(-{args[0]})"
         if fn in _CPP_MORE:

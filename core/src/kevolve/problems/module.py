@@ -1,0 +1,85 @@
+"""Problems whose reference is an ``nn.Module``: the kernel receives the caller's tensors followed by the module's
+parameters and buffers (``named_parameters`` then ``named_buffers`` order), so it can compute what the module
+computes. KernelBench files and model regions (:mod:`kevolve.problems.exported`) are such problems; they differ
+only in where the module and its inputs come from.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import torch
+
+from kevolve.problems.problem import Dims, Problem
+
+
+def draw_like(examples: list[torch.Tensor], gen: torch.Generator) -> list[torch.Tensor]:
+    """Fresh tensors shaped like the examples: floats with their mean and spread, integers within their range
+    (a 1-D integer tensor sorted in the example, e.g. offsets, drawn sorted with its first and last values kept),
+    booleans at random. What a caller passes is unknown beyond the examples; this keeps values in their range
+    (an index stays a valid index)."""
+    fresh = []
+    for t in examples:
+        if t.dtype.is_floating_point:
+            values = t.float()
+            std = float(values.std()) if t.numel() > 1 else 1.0
+            draw = torch.randn(t.shape, generator=gen) * (std or 1.0) + (float(values.mean()) if t.numel() else 0.0)
+            fresh.append(draw.to(t.dtype))
+        elif t.dtype == torch.bool:
+            fresh.append(torch.randint(0, 2, t.shape, generator=gen).bool())
+        elif t.dim() == 1 and t.numel() >= 2 and bool((t[1:] >= t[:-1]).all()):
+            # offsets: drawn sorted between the same ends, so that they still bound the values they index
+            draw = torch.randint(int(t[0]), int(t[-1]) + 1, t.shape, generator=gen, dtype=t.dtype).sort().values
+            draw[0], draw[-1] = t[0], t[-1]
+            fresh.append(draw)
+        else:
+            low, high = (int(t.min()), int(t.max())) if t.numel() else (0, 0)
+            fresh.append(torch.randint(low, high + 1, t.shape, generator=gen, dtype=t.dtype))
+    return fresh
+
+
+class ModuleProblem(Problem):
+    """A module (set by the subclass as ``model``, in eval mode), how many of the kernel's inputs are the
+    caller's (``n_inputs``) and one example call (``example``)."""
+
+    family = "custom"
+    model: torch.nn.Module
+    n_inputs: int
+
+    def _adopt(self, model: torch.nn.Module, example: list[torch.Tensor]) -> None:
+        self.model, self.n_inputs = model, len(example)
+        self._weights = [p.detach() for p in itertools.chain(self.model.parameters(), self.model.buffers())]
+        self._dims = {f"arg{i}_{j}": int(size) for i, t in enumerate(example) for j, size in enumerate(t.shape)}
+        self._dtype = next((t.dtype for t in example if t.dtype.is_floating_point), torch.float32)
+
+    def check_dims(self) -> list[Dims]:
+        return [self.dims]  # the example knows one shape; fresh values are drawn on every call
+
+    def extra_inputs(self) -> list[torch.Tensor]:
+        return list(self._weights)
+
+    def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        with torch.no_grad():
+            out = self.model(*inputs[: self.n_inputs])
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Traced on meta tensors, weights included, without touching the real module; a forward that makes
+        tensors of its own (``torch.arange(n)``, on the CPU) is traced on fake CPU tensors instead."""
+        try:
+            return self._traced(inputs, lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta"))
+        except RuntimeError:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            with FakeTensorMode() as mode:
+                return self._traced(inputs, mode.from_tensor)
+
+    def _traced(self, inputs: list[torch.Tensor], stand_in: Any) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        state = {name: stand_in(t) for name, t in itertools.chain(self.model.named_parameters(),
+                                                                  self.model.named_buffers())}
+        with torch.no_grad():
+            out = torch.func.functional_call(self.model, state,
+                                             tuple(stand_in(t) for t in inputs[: self.n_inputs]))
+        out = list(out) if isinstance(out, (tuple, list)) else [out]
+        return [(tuple(int(s) for s in o.shape), o.dtype) for o in out]

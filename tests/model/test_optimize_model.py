@@ -1,0 +1,140 @@
+"""kevolve.optimize_model on the CPU target: a tiny model's hot region is swapped for its kernel and the model's
+outputs stay the original's; the saved kernels go back into a freshly built model; a kernel right on the
+harness's drawn inputs but wrong on the values the model feeds it is put back by the whole-model check; regions
+that cannot be swapped are reported with the reason."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import kevolve
+from kevolve.harness.pipeline import HarnessConfig
+
+
+class Chain(torch.nn.Module):
+    """Six elementwise ops: eager makes six passes over memory, a fused kernel one."""
+
+    def forward(self, x):
+        return (x * torch.sigmoid(x) + 0.5 * x).clamp(-3, 3) * 2.0 - 1.0
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.chain = Chain()
+        self.head = torch.nn.Linear(256, 4)
+
+    def forward(self, x):
+        return self.head(self.chain(x))
+
+
+class AfterRelu(torch.nn.Module):
+    def forward(self, x):
+        return x * 2.0 + 1.0
+
+
+@pytest.fixture
+def harness(tmp_path):
+    return HarnessConfig(timeout_s=60, repeats=5, sample_s=0.002, workdir=str(tmp_path / "builds"))
+
+
+def test_a_hot_region_is_swapped_and_the_model_keeps_its_outputs(harness, tmp_path):
+    torch.manual_seed(0)
+    model, x = Tiny().eval(), torch.randn(2048, 256)
+    fast = kevolve.optimize_model(model, [x], target="cpu", budget=2, store=tmp_path / "store.db", min_share=0.0,
+                                  compare_compile=False, harness=harness)
+    rows = {r.path: r for r in fast.report.regions}
+    assert rows["chain"].status == "swapped", fast.report.summary()
+    assert rows["chain"].after.median < rows["chain"].before.median
+    assert isinstance(fast.model.chain, kevolve.model.optimize.KernelRegion)
+    assert isinstance(model.chain, Chain)  # the original is left as it was
+    fresh = torch.randn(2048, 256)
+    torch.testing.assert_close(fast(fresh), model(fresh), rtol=1e-4, atol=1e-5)
+    assert {"eager", "kevolve"} <= set(fast.report.end_to_end) and "chain (" in fast.report.summary()
+
+    fast.save(tmp_path / "saved")
+    torch.manual_seed(0)
+    again = kevolve.load_model(Tiny().eval(), tmp_path / "saved")
+    assert isinstance(again.model.chain, kevolve.model.optimize.KernelRegion)
+    torch.testing.assert_close(again(fresh), model(fresh), rtol=1e-4, atol=1e-5)
+
+
+def test_a_kernel_wrong_on_the_models_values_is_put_back(harness, tmp_path):
+    import wrong_region_synth
+
+    from kevolve.plugins import get_manager, reset_manager
+
+    model = torch.nn.Sequential(torch.nn.ReLU(), AfterRelu()).eval()
+    x = torch.randn(1024, 512)
+    reset_manager()
+    get_manager().register(wrong_region_synth, name="wrong_region_synth")
+    try:
+        fast = kevolve.optimize_model(model, [x], target="cpu", budget=1, store=tmp_path / "store.db",
+                                      synthesizer="wrong_on_zeros", min_share=0.0, compare_compile=False,
+                                      harness=harness)
+    finally:
+        reset_manager()
+    rows = {r.path: r for r in fast.report.regions}
+    # the harness accepted it (its drawn inputs hold no exact zero) ...
+    assert rows["1"].session and rows["1"].status == "put back", fast.report.summary()
+    # ... the model's own values (ReLU's zeros) showed it wrong, and the returned model does not use it
+    assert "disagree" in rows["1"].reason and not isinstance(fast.model[1], kevolve.model.optimize.KernelRegion)
+    torch.testing.assert_close(fast(x), model(x))
+    assert rows["0"].status in ("no correct kernel", "kept"), fast.report.summary()  # wrong for a ReLU too
+
+
+def test_a_submodule_that_cannot_be_a_region_is_reported_with_the_reason(harness, tmp_path):
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.chain = Chain()
+
+        def forward(self, x):
+            return self.chain(self.chain(x))
+
+    fast = kevolve.optimize_model(Twice().eval(), [torch.randn(64, 64)], target="cpu", budget=1,
+                                  store=tmp_path / "store.db", min_share=0.0, compare_compile=False,
+                                  harness=harness)
+    rows = {r.path: r for r in fast.report.regions}
+    assert (rows["chain"].status, rows["chain"].reason) == ("not a region", "called 2 times in a forward")
+    assert rows[""].session  # nothing inside is a region: the whole model is optimized as one
+
+
+def test_a_model_on_another_device_than_the_target_is_refused_with_what_to_do():
+    with pytest.raises(kevolve.KevolveError, match="model.to"):
+        kevolve.optimize_model(Tiny(), [torch.randn(2, 256, device="meta")], target="cpu")
+
+
+MODEL_FILE = '''
+import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return (x * torch.sigmoid(x) + 0.5 * x).clamp(-3, 3) * 2.0 - 1.0 + x.sum(-1, keepdim=True)
+
+def get_inputs():
+    return [torch.randn(1024, 512)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_command_line_optimizes_a_model_without_submodules_as_one_region(tmp_path, capsys):
+    import json
+
+    from kevolve.cli import main
+
+    path = tmp_path / "model.py"
+    path.write_text(MODEL_FILE)
+    code = main(["optimize-model", str(path), "--budget", "1", "--no-compile", "--min-share", "0", "--quiet",
+                 "--store", str(tmp_path / "store.db"), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["model"] == "Model" and report["target"] == "cpu"
+    # no submodule: the whole model is the region (a fused pass against eager's several)
+    (row,) = report["regions"]
+    assert row["path"] == "" and row["status"] in ("swapped", "kept") and row["session"], row
+    assert row["before"]["median"] > 0 and row["after"]["median"] > 0
+    if row["status"] == "swapped":
+        assert set(report["end_to_end"]) == {"eager", "kevolve"}

@@ -1,0 +1,34 @@
+"""A synthesizer proposing one C++ kernel for ``x * 2 + 1`` that is right on the harness's drawn inputs (random
+normal floats) but wrong wherever an input is exactly 0, as it is after a ReLU inside a model."""
+
+from __future__ import annotations
+
+from kevolve.hookspecs import hookimpl
+from kevolve.synthesis.base import Candidate, Context, Synthesizer
+
+SOURCE = """
+#include "kevolve_kernel.h"
+KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {
+    const float* x = (const float*)in[0].data;
+    float* y = (float*)out[0].data;
+    const int64_t n = kv_numel(&out[0]);
+    #pragma omp parallel for num_threads(2)
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        y[i] = v == 0.0f ? 7.0f : v * 2.0f + 1.0f;
+    }
+    return 0;
+}
+"""
+
+
+class WrongOnZeros(Synthesizer):
+    name = "wrong_on_zeros"
+
+    def propose(self, context: Context) -> list[Candidate]:
+        return [Candidate(SOURCE, "cpp", {"file": "wrong_on_zeros"}, recipe="wrong_on_zeros", synthesizer=self.name)]
+
+
+@hookimpl
+def kevolve_register_synthesizers(registry):
+    registry.add("wrong_on_zeros", lambda option: WrongOnZeros())
