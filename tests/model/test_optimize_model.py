@@ -30,8 +30,10 @@ class Tiny(torch.nn.Module):
 
 
 class AfterRelu(torch.nn.Module):
+    """Four elementwise passes in eager, one in the kernel: its op is clearly faster, so it is swapped in."""
+
     def forward(self, x):
-        return x * 2.0 + 1.0
+        return ((x * 2.0 + 1.0) * 3.0 - 4.0) / 5.0
 
 
 @pytest.fixture
@@ -51,6 +53,8 @@ def test_a_hot_region_is_swapped_and_the_model_keeps_its_outputs(harness, tmp_pa
     assert isinstance(model.chain, Chain)  # the original is left as it was
     fresh = torch.randn(2048, 256)
     torch.testing.assert_close(fast(fresh), model(fresh), rtol=1e-4, atol=1e-5)
+    other = torch.randn(100, 256)  # a shape the kernel was not built for: the module runs instead
+    torch.testing.assert_close(fast(other), model(other), rtol=1e-4, atol=1e-5)
     assert {"eager", "kevolve"} <= set(fast.report.end_to_end) and "chain (" in fast.report.summary()
 
     fast.save(tmp_path / "saved")
@@ -136,5 +140,4 @@ def test_the_command_line_optimizes_a_model_without_submodules_as_one_region(tmp
     (row,) = report["regions"]
     assert row["path"] == "" and row["status"] in ("swapped", "kept") and row["session"], row
     assert row["before"]["median"] > 0 and row["after"]["median"] > 0
-    if row["status"] == "swapped":
-        assert set(report["end_to_end"]) == {"eager", "kevolve"}
+    assert set(report["end_to_end"]) == ({"eager", "kevolve"} if row["status"] == "swapped" else {"eager"})

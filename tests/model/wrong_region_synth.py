@@ -1,4 +1,4 @@
-"""A synthesizer proposing one C++ kernel for ``x * 2 + 1`` that is right on the harness's drawn inputs (random
+"""A synthesizer proposing one C++ kernel for ``((x * 2 + 1) * 3 - 4) / 5`` that is right on the harness's drawn inputs (random
 normal floats) but wrong wherever an input is exactly 0, as it is after a ReLU inside a model."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     #pragma omp parallel for num_threads(2)
     for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];
-        y[i] = v == 0.0f ? 7.0f : v * 2.0f + 1.0f;
+        y[i] = v == 0.0f ? 7.0f : ((v * 2.0f + 1.0f) * 3.0f - 4.0f) / 5.0f;
     }
     return 0;
 }

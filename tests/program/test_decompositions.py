@@ -36,6 +36,9 @@ PROGRAMS = {
     "avg pool 3d": (lambda x: F.avg_pool3d(x, 3, 2, 1, count_include_pad=False).sum() + F.avg_pool3d(
         x, 2, ceil_mode=True).sum() + F.avg_pool3d(x, (1, 2, 3), padding=(0, 1, 1)).sum(), (2, 3, 7, 6, 5)),
     "conv3d": (lambda x, w: F.conv3d(x, w, stride=2, padding=1, dilation=(1, 2, 1)), (1, 4, 6, 7, 8)),
+    "pairs, x[:, i, j]": (lambda x: x[:, *torch.triu_indices(5, 5, 1)], (2, 5, 5)),
+    "negative, broadcast indices": (lambda x: x[torch.arange(4)[:, None] - 2, torch.arange(3)[None, :]] + 1, (5, 6)),
+    "runs, repeat_interleave": (lambda x: x[torch.repeat_interleave(torch.arange(3) + 1, output_size=6)] * 2, (3, 4)),
     "conv_transpose3d": (lambda x, w: F.conv_transpose3d(x, w, stride=2, padding=1, output_padding=1),
                          (1, 4, 3, 4, 5)),
 }
@@ -77,3 +80,9 @@ def test_convolutions_over_three_dimensions_match_pytorch(transposed, stride, pa
         expected = F.conv3d(x, weight, bias, stride, padding, dilation, groups)
     got = _convolution(x, weight, bias, [stride] * 3, [padding] * 3, [dilation] * 3, transposed, extra, groups)
     torch.testing.assert_close(got, expected)
+
+
+def test_indices_split_by_a_slice_stay_for_the_lowering_to_name():
+    """PyTorch moves such indexed dimensions first; the decomposition covers consecutive ones only."""
+    program = capture_module(Program(lambda x: x[torch.arange(2), :, torch.arange(2)]), [torch.randn(3, 4, 5)]).program
+    assert torch.ops.aten.index.Tensor in {n.target for n in program.graph.nodes}

@@ -33,13 +33,17 @@ MODEL_TOLERANCE_SCALE = 4.0
 
 class KernelRegion(torch.nn.Module):
     """A region of the model replaced by its kernel's op (``torch.ops.kevolve.<name>``), returning what the module
-    returned (a tensor, a tuple or a list)."""
+    returned (a tensor, a tuple or a list). The kernel was found for the shapes the region saw; a call with other
+    shapes or dtypes (a jagged batch of another total) runs the original module instead."""
 
-    def __init__(self, op: Callable, returns: str) -> None:
+    def __init__(self, op: Callable, returns: str, module: torch.nn.Module, inputs: list[torch.Tensor]) -> None:
         super().__init__()
-        self.op, self.returns = op, returns
+        self.op, self.returns, self.module = op, returns, module
+        self.signature = [(tuple(t.shape), t.dtype) for t in inputs]
 
     def forward(self, *args: torch.Tensor) -> Any:
+        if [(tuple(t.shape), t.dtype) for t in args] != self.signature:
+            return self.module(*args)
         out = self.op(*args)
         if self.returns == "tensor":
             return out
@@ -75,7 +79,10 @@ class OptimizedModel(torch.nn.Module):
         for index, row in enumerate(r for r in self.report.regions if r.swapped):
             package = f"region_{index}"
             self._results[row.path].save(directory / package)
-            manifest.append({"path": row.path, "package": package, "returns": row.returns})
+            region = self.model.get_submodule(row.path) if row.path else self.model
+            manifest.append({"path": row.path, "package": package, "returns": row.returns,
+                             "inputs": [[list(shape), str(dtype).removeprefix("torch.")]
+                                        for shape, dtype in region.signature]})
         (directory / "kevolve_model.json").write_text(json.dumps({"regions": manifest,
                                                                   "report": self.report.to_json()}, indent=2))
         return directory
@@ -143,9 +150,13 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
             report.regions.append(RegionResult(entry.path, entry.share, "not captured", str(exc)))
             continue
         left = None if time_budget_s is None else max(1.0, time_budget_s - (time.monotonic() - started))
-        result = api.optimize(problem, target, budget, seed, store, synthesizer=synthesizer,
-                              time_budget_s=None if left is None else left / (max_regions - tried + 1),
-                              harness=harness, progress=progress)
+        try:
+            result = api.optimize(problem, target, budget, seed, store, synthesizer=synthesizer,
+                                  time_budget_s=None if left is None else left / (max_regions - tried + 1),
+                                  harness=harness, progress=progress)
+        except KevolveError as exc:  # e.g. no recipe covers one of its operators: the next region may do
+            report.regions.append(RegionResult(entry.path, entry.share, "not optimized", str(exc)))
+            continue
         row = RegionResult(entry.path, entry.share, "", session=result.session,
                            returns=_returns(entry.module, entry.inputs))
         report.regions.append(row)
@@ -153,7 +164,7 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
             failures = "; ".join(sorted({f"{n.evaluation.status}: {n.evaluation.reason[:160]}" for n in result.nodes}))
             row.status, row.reason = "no correct kernel", f"the search found none ({result.stop_reason}; {failures})"
             continue
-        swap = KernelRegion(result.as_torch_op(), row.returns)
+        swap = KernelRegion(result.as_torch_op(), row.returns, entry.module, entry.inputs)
         before, after = time_interleaved({"module": lambda: entry.module(*entry.inputs),
                                           "kernel": lambda: swap(*entry.inputs)}, inputs)
         row.before, row.after, row.op = before, after, str(result.as_torch_op())
@@ -163,9 +174,8 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
         row.status, results[entry.path], swaps[entry.path] = "swapped", result, swap
     say({"kind": "check"})
     optimized = _checked(model, swaps, inputs, fresh_inputs, report)
-    if report.swapped():
-        say({"kind": "time"})
-        report.end_to_end = _end_to_end(model, optimized, inputs, compare_compile)
+    say({"kind": "time"})
+    report.end_to_end = _end_to_end(model, optimized if report.swapped() else None, inputs, compare_compile)
     return OptimizedModel(optimized, report, results)
 
 
@@ -185,7 +195,12 @@ def load_model(model: torch.nn.Module, directory: str | Path) -> OptimizedModel:
     if not manifest_file.is_file():
         raise KevolveError(f"{directory} holds no kevolve_model.json; write one with OptimizedModel.save(DIR)")
     manifest = json.loads(manifest_file.read_text())
-    swaps = {r["path"]: KernelRegion(load(Path(directory) / r["package"]), r["returns"]) for r in manifest["regions"]}
+    swaps = {}
+    for region in manifest["regions"]:
+        examples = [torch.empty(shape, dtype=getattr(torch, dtype), device="meta") for shape, dtype in region["inputs"]]
+        original = model.get_submodule(region["path"]) if region["path"] else model
+        swaps[region["path"]] = KernelRegion(load(Path(directory) / region["package"]), region["returns"], original,
+                                             examples)
     return OptimizedModel(_swapped(model, swaps), ModelReport.from_json(manifest["report"]), {})
 
 
@@ -229,7 +244,11 @@ def _checked(model: torch.nn.Module, swaps: dict[str, KernelRegion], inputs: lis
     def disagreement(candidate: torch.nn.Module) -> str:
         for trial in trials:
             with torch.no_grad():
-                want, got = _flat(model(*trial)), _flat(candidate(*trial))
+                want = _flat(model(*trial))
+                try:
+                    got = _flat(candidate(*trial))
+                except Exception as exc:  # a kernel that declines or fails on the model's own values
+                    return f"raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             for index, (w, g) in enumerate(zip(want, got)):
                 tol = Tolerance.for_dtype(w.dtype, MODEL_TOLERANCE_SCALE)
                 bad = checks.compare(g, w, tol, 0)
@@ -264,12 +283,18 @@ def _flat(out: Any) -> list[torch.Tensor]:
     return []
 
 
-def _end_to_end(model: torch.nn.Module, optimized: torch.nn.Module, inputs: list[torch.Tensor],
+def _end_to_end(model: torch.nn.Module, optimized: torch.nn.Module | None, inputs: list[torch.Tensor],
                 compare_compile: bool) -> dict[str, Any]:
-    contenders: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs), "kevolve": lambda: optimized(*inputs)}
+    """Seconds per forward: eager, and torch.compile where asked; kevolve's model (alone and compiled) where
+    anything was swapped."""
+    contenders: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs)}
     if compare_compile:
-        compiled, both = torch.compile(model), torch.compile(optimized)
-        contenders.update({"torch.compile": lambda: compiled(*inputs),
-                           "kevolve in torch.compile": lambda: both(*inputs)})
+        compiled = torch.compile(model)
+        contenders["torch.compile"] = lambda: compiled(*inputs)
+    if optimized is not None:
+        contenders["kevolve"] = lambda: optimized(*inputs)
+        if compare_compile:
+            both = torch.compile(optimized)
+            contenders["kevolve in torch.compile"] = lambda: both(*inputs)
     timings = time_interleaved(contenders, inputs)
     return dict(zip(contenders, timings))

@@ -22,7 +22,7 @@ class RegionResult:
     path: str
     share: float
     #: swapped, kept (its op was not faster), put back (the model disagreed with it), no correct kernel,
-    #: not captured, not a region
+    #: not optimized (the search could not start, e.g. no recipe), not captured, not a region
     status: str
     reason: str = ""
     session: str = ""

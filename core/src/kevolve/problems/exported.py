@@ -34,9 +34,9 @@ class ExportedProblem(ModuleProblem):
         trace it) and save both where workers find them."""
         from kevolve.program.capture import export
 
+        with torch.no_grad():  # on the module's device; the examples are kept on the host
+            program = export(module, [t.detach() for t in examples], name)
         examples = [t.detach().cpu() for t in examples]
-        with torch.no_grad():
-            program = export(module, examples, name)
         digest = hashlib.sha256(program.graph_module.code.encode())
         for key, value in sorted(program.state_dict.items()):
             digest.update(key.encode())

@@ -15,10 +15,10 @@ from kevolve.problems.problem import Dims, Problem
 
 
 def draw_like(examples: list[torch.Tensor], gen: torch.Generator) -> list[torch.Tensor]:
-    """Fresh tensors shaped like the examples: floats with their mean and spread, integers within their range
-    (a 1-D integer tensor sorted in the example, e.g. offsets, drawn sorted with its first and last values kept),
-    booleans at random. What a caller passes is unknown beyond the examples; this keeps values in their range
-    (an index stays a valid index)."""
+    """Fresh tensors shaped like the examples: floats with their mean and spread; integers as the example's values
+    in a new random order (an index stays a valid index, lengths keep their total), except a 1-D integer tensor
+    sorted in the example (offsets), drawn sorted with its first and last values kept; booleans at random. What a
+    caller passes is unknown beyond the examples; this keeps integer inputs' structure."""
     fresh = []
     for t in examples:
         if t.dtype.is_floating_point:
@@ -33,9 +33,9 @@ def draw_like(examples: list[torch.Tensor], gen: torch.Generator) -> list[torch.
             draw = torch.randint(int(t[0]), int(t[-1]) + 1, t.shape, generator=gen, dtype=t.dtype).sort().values
             draw[0], draw[-1] = t[0], t[-1]
             fresh.append(draw)
-        else:
-            low, high = (int(t.min()), int(t.max())) if t.numel() else (0, 0)
-            fresh.append(torch.randint(low, high + 1, t.shape, generator=gen, dtype=t.dtype))
+        else:  # the example's values in a new order: in range, and the same sum (lengths still add up)
+            order = torch.randperm(t.numel(), generator=gen)
+            fresh.append(t.reshape(-1)[order].reshape(t.shape).clone())
     return fresh
 
 

@@ -10,6 +10,7 @@ usable by synthesizers that write free-form code.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import re
 import traceback
@@ -113,7 +114,9 @@ def _quiet() -> Iterator[None]:
 def capture(problem: Problem) -> Captured:
     """Export the problem's program on its example inputs and decompose it to core ATen."""
     module, n_user = module_and_inputs(problem)
-    examples = problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))
+    # drawn on the host; traced where the module's weights live (a region of a model on a GPU)
+    device = next((t.device for t in itertools.chain(module.parameters(), module.buffers())), torch.device("cpu"))
+    examples = [t.to(device) for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
     return capture_module(module, examples[:n_user], problem.name)
 
 

@@ -13,6 +13,8 @@ lowering then names it as uncovered.
 - ``avg_pool3d``: two ``avg_pool2d`` passes, one over height and width, one over depth. An average over a box
   window is separable, its divisor included: PyTorch's divisor (the window clipped to the padded or, without
   ``count_include_pad``, to the real input) is a product of one extent per axis.
+- ``index.Tensor`` (``x[i, j]``) on consecutive dimensions: one ``index_select`` over them merged;
+  ``repeat_interleave`` of counts with an ``output_size``: a ``searchsorted`` over their running sum.
 """
 
 from __future__ import annotations
@@ -165,7 +167,39 @@ def _conv_transpose3d(x: torch.Tensor, weight: torch.Tensor, stride: Sequence[in
     return aten.permute.default(aten.slice.Tensor(total, 1, pad, pad + out_depth), [0, 2, 1, 3, 4])
 
 
+def _index(x: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> Any:
+    """``x[..., i, j, ...]`` with index tensors on consecutive dimensions: those dimensions merged into one (a
+    reshape), the broadcast indices turned into positions in it (wrapped where negative), one ``index_select``, and
+    the result reshaped. Indices split by a ``None`` (PyTorch then moves the indexed dimensions first) or a
+    boolean mask stay as they are."""
+    at = [d for d, t in enumerate(indices) if t is not None]
+    if not at or at != list(range(at[0], at[0] + len(at))) or any(indices[d].dtype == torch.bool for d in at):
+        return NotImplemented
+    first, last = at[0], at[-1] + 1
+    sizes = list(x.shape[first:last])
+    index = torch.broadcast_tensors(*[indices[d] for d in at])
+    position = None
+    for tensor, size in zip(index, sizes):
+        wrapped = aten.remainder.Scalar(tensor, size)
+        position = wrapped if position is None else aten.add.Tensor(aten.mul.Tensor(position, size), wrapped)
+    merged = aten.reshape.default(x, [*x.shape[:first], -1, *x.shape[last:]])
+    picked = aten.index_select.default(merged, first, aten.reshape.default(position, [-1]))
+    return aten.reshape.default(picked, [*x.shape[:first], *index[0].shape, *x.shape[last:]])
+
+
+def _repeat_interleave(repeats: torch.Tensor, output_size: int | None = None) -> Any:
+    """The index of each of ``output_size`` elements' run: where it falls among the runs' ends (``searchsorted``
+    over their running sum). Without ``output_size`` the length is the repeats' sum, a value: left as it is."""
+    if output_size is None:
+        return NotImplemented
+    ends = aten.cumsum.default(repeats, 0)
+    position = aten.arange.default(output_size, dtype=repeats.dtype, device=repeats.device)
+    return aten.searchsorted.Tensor(ends, position, right=True)
+
+
 EXTRA: dict[Any, Callable] = {
+    aten.index.Tensor: _index,
+    aten.repeat_interleave.Tensor: _repeat_interleave,
     aten.convolution.default: _convolution,
     aten.min.dim: _reduce_with_index(aten.amin.default, aten.argmin.default),
     aten.max.dim: _reduce_with_index(aten.amax.default, aten.argmax.default),

@@ -155,6 +155,27 @@ def _embedding(weight: Any, indices: Any, padding_idx: int = -1, scale_grad_by_f
     return "nn.functional.embedding", weight, (indices,), {"padding_idx": None if padding_idx == -1 else padding_idx}
 
 
+def _embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False, mode: int = 0,
+                   sparse: bool = False, per_sample_weights: Any = None, include_last_offset: bool = False,
+                   padding_idx: int = -1) -> Sample:
+    """ATen's ``_embedding_bag`` (what ``F.embedding_bag`` exports to): its first result, the pooled bags."""
+    kwargs = {"offsets": offsets, "mode": ("sum", "mean", "max")[mode], "include_last_offset": include_last_offset,
+              "padding_idx": None if padding_idx == -1 else padding_idx}
+    if per_sample_weights is not None:
+        kwargs["per_sample_weights"] = per_sample_weights
+    return "nn.functional.embedding_bag", weight, (indices,), kwargs
+
+
+def _searchsorted(sequence: Any, values: Any, *, out_int32: bool = False, right: bool = False, side: Any = None,
+                  sorter: Any = None) -> Sample:
+    return "searchsorted", sequence, (values,), {"out_int32": out_int32, "right": right, "side": side,
+                                                 "sorter": sorter}
+
+
+def _bucketize(values: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False) -> Sample:
+    return "bucketize", values, (boundaries,), {"out_int32": out_int32, "right": right}
+
+
 def _pad(x: Any, pad: Any, value: float = 0.0) -> Sample:
     return "nn.functional.pad", x, (list(pad), "constant", value), {}
 
@@ -200,6 +221,11 @@ OVERLOADS: dict[Any, Overload] = {
     aten.ge.Tensor: _binary("ge"), aten.ge.Scalar: _binary("ge"),
     aten.logical_not.default: Overload(lambda x: ("eq", x, (0,), {})),  # not x: x == 0 (NaN is true)
     aten.logical_and.default: _binary("logical_and"), aten.logical_or.default: _binary("logical_or"),
+    aten.bitwise_and.Tensor: _binary("bitwise_and"), aten.bitwise_and.Scalar: _binary("bitwise_and"),
+    aten.bitwise_xor.Tensor: _binary("bitwise_xor"), aten.bitwise_xor.Scalar: _binary("bitwise_xor"),
+    # ~mask on booleans is logical not (x == 0, as logical_not); on integers the bits' complement
+    aten.bitwise_not.default: Overload(lambda x: ("eq", x, (0,), {}) if x.dtype == torch.bool
+                                       else ("bitwise_not", x, (), {})),
     aten.add.Scalar: _binary("add"), aten.sub.Scalar: _binary("sub"), aten.mul.Scalar: _binary("mul"),
     aten.div.Scalar: _binary("div"), aten.remainder.Scalar: _binary("remainder"), aten.fmod.Scalar: _binary("fmod"),
     aten.where.self: Overload(_where),
@@ -233,6 +259,10 @@ OVERLOADS: dict[Any, Overload] = {
     aten.roll.default: _same("roll"),
     aten.gather.default: _same("gather"), aten.index_select.default: _same("index_select"),
     aten.embedding.default: Overload(_embedding),
+    aten._embedding_bag.default: Overload(_embedding_bag),
+    aten.searchsorted.Tensor: Overload(_searchsorted),
+    aten.bucketize.Tensor: Overload(_bucketize),
+    aten._embedding_bag_forward_only.default: Overload(_embedding_bag),
     aten.topk.default: Overload(lambda x, *args: ("topk", x, args, {}), outputs=(0, 1)),
     aten.sort.default: Overload(lambda x, *args: ("sort", x, args, {}), outputs=(0, 1)),
     aten.constant_pad_nd.default: Overload(_pad),
@@ -256,7 +286,8 @@ VIEWS = frozenset({
 SCALARS = frozenset({aten.scalar_tensor.default, aten.full.default, aten.full_like.default})
 
 #: overloads whose result depends on no input (``arange``): computed once while lowering, a constant of the file
-FACTORIES = frozenset({aten.arange.default, aten.arange.start, aten.arange.start_step})
+FACTORIES = frozenset({aten.arange.default, aten.arange.start, aten.arange.start_step, aten.triu_indices.default,
+                       aten.tril_indices.default})
 
 #: overloads that compute nothing a kernel needs (export's checks of its own assumptions)
 CHECKS = frozenset({aten._assert_tensor_metadata.default})

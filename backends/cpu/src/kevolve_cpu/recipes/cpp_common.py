@@ -147,6 +147,8 @@ def cpp_expr(expr: Expr, math_lib: str, ct: str = "float") -> str:
             return f"((ct_t)1 / std::sqrt({args[0]}))"
         if fn == "abs":
             return f"std::fabs({args[0]})"
+        if fn == "fmod" and ct == "int64_t":  # exact: a double holds integers only up to 2**53
+            return f"({args[0]} % {args[1]})"
         if fn in ("max", "min"):  # NaN-propagating, like torch; each operand spelled (and computed) once
             return f"[](ct_t a, ct_t b) {{ return a != a ? a : std::{fn}<ct_t>(a, b); }}({args[0]}, {args[1]})"
         if fn == "neg":
