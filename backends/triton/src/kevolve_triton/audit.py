@@ -15,17 +15,14 @@ it was not given may copy an answer the process computed. Two views catch that:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
-from kevolve.backend.runner import Audit, KernelFn
+from kevolve.backend.runner import Audit, Judge, KernelFn
 from kevolve.harness.checks import poison_value
 
 from kevolve_triton.replay import NotReplayable, recording
 
 
-def audit_call(kernel: KernelFn, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
-               judge: Callable[[list[torch.Tensor]], str | None]) -> Audit:
+def audit_call(kernel: KernelFn, inputs: list[torch.Tensor], outputs: list[torch.Tensor], judge: Judge) -> Audit:
     """The audit of ``kernel(inputs, outputs)``, called twice (recorded, then captured); ``judge(outputs)`` says
     what is wrong with the outputs of the captured call's replay, or None."""
     violations = _launch_violations(kernel, inputs, outputs)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 import torch
-from kevolve.backend.runner import Audit, KernelFn, Runner, load_kernel_module
+from kevolve.backend.runner import Audit, AuditCase, KernelFn, Runner, load_kernel_module
 from kevolve.backend.toolchain import BuildResult
 
 from kevolve_triton.toolchain import ENV
@@ -141,13 +141,12 @@ class TritonGpuRunner(Runner):
             self._flush_sum = torch.empty((), dtype=torch.float32, device=self.device)
         torch.sum(self._flush, dim=0, out=self._flush_sum)
 
-    def audit(self, kernel: KernelFn, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
-              judge: Callable[[list[torch.Tensor]], str | None]) -> Audit:
+    def audit(self, kernel: KernelFn, case: AuditCase) -> Audit:
         """Its launches on the caller's stream and into its own memory, and one call captured in a CUDA graph
         computing its outputs (kevolve_triton/audit.py)."""
         from kevolve_triton.audit import audit_call
 
-        return audit_call(kernel, inputs, outputs, judge)
+        return audit_call(kernel, *case())
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
                          inner: dict[str, int], host_clock: bool = False) -> dict[str, list[float]]:

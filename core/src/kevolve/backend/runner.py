@@ -37,6 +37,10 @@ class Audit:
     host_clock: str = ""
 
 
+#: ``case()`` of :meth:`Runner.audit`: a call's inputs, its poisoned outputs, and the judge of what it wrote
+Judge = Callable[[list[torch.Tensor]], str | None]
+AuditCase = Callable[[], tuple[list[torch.Tensor], list[torch.Tensor], Judge]]
+
 _module_ids = itertools.count()
 
 
@@ -76,12 +80,12 @@ class Runner(ABC):
     def flush_cache(self) -> None:
         """Evict caches between repetitions where the runner's timing model asks for cold caches."""
 
-    def audit(self, kernel: KernelFn, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
-              judge: Callable[[list[torch.Tensor]], str | None]) -> Audit:
+    def audit(self, kernel: KernelFn, case: AuditCase) -> Audit:
         """Before timing, what one call ``kernel(inputs, outputs)`` does besides its own work, where this runner can
-        see it: work the timer would not wait for, memory the call was not given. ``judge(outputs)`` says what is
-        wrong with outputs the audit had the kernel write (None when right); its reference is computed only when
-        asked, after the kernel's calls. Here: nothing to see (a host timer waits for everything)."""
+        see it: work the timer would not wait for, memory the call was not given. ``case()`` draws the call's
+        ``(inputs, outputs, judge)``; ``judge(outputs)`` says what is wrong with outputs the audit had the kernel
+        write (None when right), its reference computed only then, after the kernel's calls. Here: nothing to see
+        (a host timer waits for everything), so nothing is drawn."""
         return Audit()
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,

@@ -46,6 +46,17 @@ def changed_inputs(before: list[torch.Tensor], after: list[torch.Tensor], names:
     return ""
 
 
+def first_mismatch(outputs: list[torch.Tensor], expected: list[torch.Tensor], tol: Tolerance,
+                   poison_round: int) -> tuple[int, dict[str, Any]] | None:
+    """The first output that does not match its reference (moved to the output's device), with :func:`compare`'s
+    evidence; None when all match."""
+    for index, (out, ref) in enumerate(zip(outputs, expected)):
+        bad = compare(out, ref.to(out.device), tol, poison_round)
+        if bad is not None:
+            return index, bad
+    return None
+
+
 def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, poison_round: int) -> dict[str, Any] | None:
     """None when ``out`` matches ``ref``; otherwise the evidence of the mismatch.
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kevolve.backend.runner import Judge
 from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
 from kevolve.harness import baselines, checks, watch
 from kevolve.harness import evaluation as ev
@@ -132,10 +133,10 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             # the answer is computed after the kernel's call: while it runs there is none in this process to find
             expected = [t.to(runner.device) for t in problem.reference(pristine)]
             tol = problem.tolerance(problem.dtype)
-            for index, (out, ref) in enumerate(zip(outputs, expected)):
-                bad = checks.compare(out, ref, tol, round_)
-                if bad is None:
-                    continue
+            mismatch = checks.first_mismatch(outputs, expected, tol, round_)
+            if mismatch is not None:
+                index, bad = mismatch
+                out = outputs[index]
                 stale = previous is not None and index < len(previous) and previous[index].shape == out.shape \
                     and bool(checks.bits_equal(out, previous[index]).all())
                 reason = ("returns a stale result: output equals the previous call's output, not this call's"
@@ -147,22 +148,24 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
 
 def audit_kernel(problem, kernel: Callable, runner) -> str:
     """The runner's audit of one call at the last checked shape (where the kernel has compiled and tuned): a rule
-    it breaks rejects the candidate; returns why it must be timed by the host's clock, or ""."""
-    gen = torch.Generator().manual_seed(_seed_from_os())
-    inputs = [t.to(runner.device) for t in problem.make_inputs(problem.check_dims()[-1], gen)]
-    pristine = [t.clone() for t in inputs]
-    outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), 0, runner.device)
-    tol = problem.tolerance(problem.dtype)
+    it breaks rejects the candidate; returns why it must be timed by the host's clock, or "". The call's tensors
+    are drawn only for a runner that has something to audit."""
 
-    def judge(written: list[torch.Tensor]) -> str | None:
-        for index, (out, ref) in enumerate(zip(written, problem.reference(pristine))):
-            bad = checks.compare(out, ref.to(runner.device), tol, 0)
-            if bad is not None:
-                return f"output {index}: {bad['reason']}"
-        return None
+    def case() -> tuple[list[torch.Tensor], list[torch.Tensor], Judge]:
+        gen = torch.Generator().manual_seed(_seed_from_os())
+        inputs = [t.to(runner.device) for t in problem.make_inputs(problem.check_dims()[-1], gen)]
+        pristine = [t.clone() for t in inputs]
+        outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), 0, runner.device)
+
+        def judge(written: list[torch.Tensor]) -> str | None:
+            mismatch = checks.first_mismatch(written, problem.reference(pristine), problem.tolerance(problem.dtype),
+                                             0)
+            return None if mismatch is None else f"output {mismatch[0]}: {mismatch[1]['reason']}"
+
+        return inputs, outputs, judge
 
     try:
-        audit = runner.audit(kernel, inputs, outputs, judge)
+        audit = runner.audit(kernel, case)
     except Exception as exc:
         raise Rejected(ev.RUNTIME_ERROR, "audit", f"kernel raised {type(exc).__name__} while audited: {exc}",
                        {"traceback": traceback.format_exc()})
@@ -254,10 +257,10 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         started = watch.children() - known_children
         if started:
             raise Rejected(ev.REJECTED, "timing", f"started a process while timed (pids {sorted(started)})")
-        for index, (out, ref) in enumerate(zip(outputs, problem.reference(inputs))):
-            bad = checks.compare(out, ref.to(runner.device), tol, 1)
-            if bad is not None:
-                raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
+        mismatch = checks.first_mismatch(outputs, problem.reference(inputs), tol, 1)
+        if mismatch is not None:
+            index, bad = mismatch
+            raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
                                "calls were right: it computes only while checked)", {**bad, "output": index})
         _warm(baselines_only.values(), runner)
         got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock,

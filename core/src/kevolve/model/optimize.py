@@ -119,10 +119,11 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
 
     say = progress or (lambda event: None)
     registered = get_manager().usable_target(target)
+    runner = registered.backend.runner(registered.spec)
     inputs = list(example_inputs)
-    _check_devices(model, inputs, registered.backend.runner(registered.spec).device, registered.spec.name)
+    _check_devices(model, inputs, runner.device, registered.spec.name)
     say({"kind": "profile"})
-    profiles = regions.profile(model, inputs)
+    profiles = regions.profile(model, inputs, runner.synchronize)
     report = ModelReport(type(model).__name__, registered.spec.name)
     results: dict[str, Any] = {}
     swaps: dict[str, KernelRegion] = {}
@@ -157,17 +158,17 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
         except KevolveError as exc:  # e.g. no recipe covers one of its operators: the next region may do
             report.regions.append(RegionResult(entry.path, entry.share, "not optimized", str(exc)))
             continue
-        row = RegionResult(entry.path, entry.share, "", session=result.session,
-                           returns=_returns(entry.module, entry.inputs))
+        row = RegionResult(entry.path, entry.share, "", session=result.session, returns=entry.returns)
         report.regions.append(row)
         if not result.correct:
             failures = "; ".join(sorted({f"{n.evaluation.status}: {n.evaluation.reason[:160]}" for n in result.nodes}))
             row.status, row.reason = "no correct kernel", f"the search found none ({result.stop_reason}; {failures})"
             continue
-        swap = KernelRegion(result.as_torch_op(), row.returns, entry.module, entry.inputs)
+        op = result.as_torch_op()
+        swap = KernelRegion(op, row.returns, entry.module, entry.inputs)
         before, after = time_interleaved({"module": lambda: entry.module(*entry.inputs),
-                                          "kernel": lambda: swap(*entry.inputs)}, inputs)
-        row.before, row.after, row.op = before, after, str(result.as_torch_op())
+                                          "kernel": lambda: swap(*entry.inputs)}, runner.synchronize)
+        row.before, row.after, row.op = before, after, str(op)
         if after.median >= before.median:
             row.status, row.reason = "kept", "its kernel's op is not faster than the module here"
             continue
@@ -175,7 +176,8 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
     say({"kind": "check"})
     optimized = _checked(model, swaps, inputs, fresh_inputs, report)
     say({"kind": "time"})
-    report.end_to_end = _end_to_end(model, optimized if report.swapped() else None, inputs, compare_compile)
+    report.end_to_end = _end_to_end(model, optimized if report.swapped() else None, inputs, compare_compile,
+                                    runner.synchronize)
     return OptimizedModel(optimized, report, results)
 
 
@@ -189,7 +191,6 @@ def load_model(model: torch.nn.Module, directory: str | Path) -> OptimizedModel:
     import json
 
     from kevolve.delivery.load import load
-    from kevolve.model.report import ModelReport
 
     manifest_file = Path(directory) / "kevolve_model.json"
     if not manifest_file.is_file():
@@ -212,12 +213,6 @@ def _check_devices(model: torch.nn.Module, inputs: list[torch.Tensor], device: s
     if wrong:
         raise KevolveError(f"{target} runs on {kind} but the model or its inputs are on {wrong[0]}: move both there "
                            f"first (model.to('{kind}'), [t.to('{kind}') for t in inputs])")
-
-
-def _returns(module: torch.nn.Module, inputs: list[torch.Tensor]) -> str:
-    with torch.no_grad():
-        out = module(*inputs)
-    return "tensor" if isinstance(out, torch.Tensor) else "list" if isinstance(out, list) else "tuple"
 
 
 def _swapped(model: torch.nn.Module, swaps: dict[str, torch.nn.Module]) -> torch.nn.Module:
@@ -284,7 +279,7 @@ def _flat(out: Any) -> list[torch.Tensor]:
 
 
 def _end_to_end(model: torch.nn.Module, optimized: torch.nn.Module | None, inputs: list[torch.Tensor],
-                compare_compile: bool) -> dict[str, Any]:
+                compare_compile: bool, sync: Callable[[], None]) -> dict[str, Any]:
     """Seconds per forward: eager, and torch.compile where asked; kevolve's model (alone and compiled) where
     anything was swapped."""
     contenders: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs)}
@@ -296,5 +291,5 @@ def _end_to_end(model: torch.nn.Module, optimized: torch.nn.Module | None, input
         if compare_compile:
             both = torch.compile(optimized)
             contenders["kevolve in torch.compile"] = lambda: both(*inputs)
-    timings = time_interleaved(contenders, inputs)
+    timings = time_interleaved(contenders, sync)
     return dict(zip(contenders, timings))

@@ -29,24 +29,17 @@ class RegionProfile:
     calls: int
     seconds: float = 0.0
     share: float = 0.0
+    #: what its first call returned: "tensor", "tuple" or "list" (of tensors)
+    returns: str = "tensor"
     #: why it cannot be a region ("" where it can)
     unfit: str = ""
     samples: list[float] = field(default_factory=list)
 
 
-def synchronize_for(tensors: list[torch.Tensor]) -> Callable[[], None]:
-    """The wait for queued device work where the model runs on a GPU (nothing on the CPU)."""
-    device = next((t.device for t in tensors if t.device.type != "cpu"), None)
-    if device is None:
-        return lambda: None
-    module = getattr(torch, device.type)
-    return lambda: module.synchronize(device)
-
-
-def profile(model: torch.nn.Module, inputs: list[torch.Tensor], forwards: int = 5) -> list[RegionProfile]:
+def profile(model: torch.nn.Module, inputs: list[torch.Tensor], sync: Callable[[], None],
+            forwards: int = 5) -> list[RegionProfile]:
     """Every submodule (the model itself too, as path "") with its median inclusive seconds per forward, largest
-    first."""
-    sync = synchronize_for(inputs)
+    first; ``sync`` waits for the device's queued work (the target runner's)."""
     profiles = {path: RegionProfile(path, module, None, 0) for path, module in model.named_modules()}
     starts: dict[str, list[float]] = {path: [] for path in profiles}
     totals: dict[str, float] = {}
@@ -71,6 +64,9 @@ def profile(model: torch.nn.Module, inputs: list[torch.Tensor], forwards: int = 
             if not recording[0]:
                 if entry.calls == 1 and not _tensors_out(output):
                     entry.unfit = "returns something other than a tensor or a tuple or list of tensors"
+                elif entry.calls == 1:
+                    entry.returns = ("list" if isinstance(output, list) else
+                                     "tuple" if isinstance(output, tuple) else "tensor")
                 return
             sync()
             totals[path] = totals.get(path, 0.0) + time.perf_counter() - starts[path].pop()

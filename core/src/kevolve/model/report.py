@@ -12,7 +12,6 @@ from typing import Any
 import torch
 
 from kevolve.harness.evaluation import Timing
-from kevolve.model.regions import synchronize_for
 
 
 @dataclass
@@ -78,12 +77,11 @@ class ModelReport:
         return cls(data["model"], data["target"], rows, {k: Timing(**v) for k, v in data["end_to_end"].items()})
 
 
-def time_interleaved(thunks: dict[str, Callable[[], Any]], tensors: list[torch.Tensor], rounds: int = 15,
+def time_interleaved(thunks: dict[str, Callable[[], Any]], sync: Callable[[], None], rounds: int = 15,
                      sample_s: float = 0.01) -> list[Timing]:
     """Seconds per call of each thunk (in their order): after a warm-up call each, ``rounds`` samples per thunk
     taken round-robin, each of enough back-to-back calls to last ``sample_s``, the device synchronised around
-    each sample."""
-    sync = synchronize_for(tensors)
+    each sample (``sync``: the target runner's wait for queued device work)."""
     with torch.no_grad():
         lengths = {}
         for name, thunk in thunks.items():
