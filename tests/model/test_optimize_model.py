@@ -80,7 +80,7 @@ def test_a_kernel_wrong_on_the_models_values_is_put_back(harness, tmp_path):
     finally:
         reset_manager()
     rows = {r.path: r for r in fast.report.regions}
-    # the harness accepted it (its drawn inputs hold no exact zero) ...
+    # the harness accepted it (its drawn inputs hold no two neighbouring zeros) ...
     assert rows["1"].session and rows["1"].status == "put back", fast.report.summary()
     # ... the model's own values (ReLU's zeros) showed it wrong, and the returned model does not use it
     assert "disagree" in rows["1"].reason and not isinstance(fast.model[1], kevolve.model.optimize.KernelRegion)

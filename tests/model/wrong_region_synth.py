@@ -1,5 +1,6 @@
 """A synthesizer proposing one C++ kernel for ``((x * 2 + 1) * 3 - 4) / 5`` that is right on the harness's drawn inputs (random
-normal floats) but wrong wherever an input is exactly 0, as it is after a ReLU inside a model."""
+normal floats) but wrong wherever two neighbouring inputs are exactly 0, as half of them are after a ReLU inside a model.
+(One exact 0 does turn up in a few million normal draws of float32; two side by side do not.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     #pragma omp parallel for num_threads(2)
     for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];
-        y[i] = v == 0.0f ? 7.0f : ((v * 2.0f + 1.0f) * 3.0f - 4.0f) / 5.0f;
+        const bool zeros = v == 0.0f && i + 1 < n && x[i + 1] == 0.0f;
+        y[i] = zeros ? 7.0f : ((v * 2.0f + 1.0f) * 3.0f - 4.0f) / 5.0f;
     }
     return 0;
 }
