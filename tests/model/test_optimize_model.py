@@ -138,6 +138,37 @@ def test_the_command_line_optimizes_a_model_without_submodules_as_one_region(tmp
     assert code == 0 and report["model"] == "Model" and report["target"] == "cpu"
     # no submodule: the whole model is the region (a fused pass against eager's several)
     (row,) = report["regions"]
-    assert row["path"] == "" and row["status"] in ("swapped", "kept") and row["session"], row
+    assert row["path"] == "" and row["status"] in ("swapped", "kept", "put back") and row["session"], row
     assert row["before"]["median"] > 0 and row["after"]["median"] > 0
     assert set(report["end_to_end"]) == ({"eager", "kevolve"} if row["status"] == "swapped" else {"eager"})
+
+
+def test_swaps_that_slow_the_whole_forward_are_put_back_least_gain_first(monkeypatch):
+    """Each swap was faster alone; the whole forward is timed with them (stubbed here: slower with both, faster
+    with the one that gained most alone), and the swap that gained least is put back with both times."""
+    from kevolve.harness.evaluation import Timing
+    from kevolve.model import optimize
+    from kevolve.model.report import ModelReport, RegionResult
+
+    model = Tiny().eval()
+    swapped_head = torch.nn.Linear(256, 4)
+    swaps = {"chain": torch.nn.Identity(), "head": swapped_head}
+    report = ModelReport("Tiny", "cpu")
+    report.regions = [RegionResult("chain", 0.5, "swapped", before=Timing.of([4.0]), after=Timing.of([1.0])),
+                      RegionResult("head", 0.3, "swapped", before=Timing.of([4.0]), after=Timing.of([3.0]))]
+    forwards = iter([(10e-3, 12e-3), (10e-3, 8e-3)])  # (eager, kevolve): slower with both, faster with chain's
+    seen = []
+
+    def stub(thunks, sync):
+        seen.append(list(thunks))
+        eager, kevolve = next(forwards)
+        return [Timing.of([eager]), Timing.of([kevolve])]
+
+    monkeypatch.setattr(optimize, "time_interleaved", stub)
+    kept = optimize._paying(model, swaps, optimize._swapped(model, swaps), [torch.randn(2, 256)], report,
+                            lambda: None)
+    rows = {r.path: r for r in report.regions}
+    assert rows["head"].status == "put back" and "12.000 ms against 10.000 ms" in rows["head"].reason
+    assert rows["chain"].status == "swapped" and list(swaps) == ["chain"] and len(seen) == 2
+    assert isinstance(kept.chain, torch.nn.Identity) and isinstance(model.chain, Chain)
+    assert torch.equal(kept.head.weight, model.head.weight) and kept.head is not swapped_head  # the original's

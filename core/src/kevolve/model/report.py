@@ -20,8 +20,9 @@ class RegionResult:
 
     path: str
     share: float
-    #: swapped, kept (its op was not faster), put back (the model disagreed with it), no correct kernel,
-    #: not optimized (the search could not start, e.g. no recipe), not captured, not a region
+    #: swapped, kept (its op was not faster), put back (the model disagreed with it, or its whole forward was
+    #: slower with it), no correct kernel, not optimized (the search could not start, e.g. no recipe), not
+    #: captured, not a region
     status: str
     reason: str = ""
     session: str = ""
