@@ -66,3 +66,33 @@ def test_dropout_from_another_seed_fails(db, cpu):
     # the 12 OpInfo samples with dropout_p=0.5 and the first larger one (dropout_p=0.3) draw another mask
     assert len(result.failed) == 13 and result.passed == result.total - 13 == 14
     assert all("dropout_p" in s.label or ":large(2, 3" in s.label for s in result.failed)
+
+
+@pytest.mark.parametrize("trans_b, bias, batch", [(True, True, ()), (False, False, ()), (False, False, (3, 2))])
+def test_the_tiled_path_of_the_gemm_kernel_matches_pytorch_at_edge_tiles(cpu, tmp_path, trans_b, bias, batch):
+    """A linear layer (B stored N x K, a bias row), a plain mm and a bmm over two batch dimensions through the
+    catalog's tiled GEMM, at sizes that leave partial register and cache tiles and several K blocks; the same
+    kernel without ``tiled`` agrees."""
+    from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
+    from kevolve_cpu.cpp_loader import CppKernel
+    from kevolve_cpu.recipes.cpp_aten_matmul import CppAtenGemm
+    from kevolve_cpu.toolchain import CppToolchain
+
+    inputs = (("in0", "float32"), ("in1", "float32")) + ((("in2", "float32"),) if bias else ())
+    spec = KernelSpec("nn.functional.linear" if trans_b else "bmm" if batch else "mm", inputs, ("float32",), None, "gemm", 0,
+                      {"alpha": 1.0, "beta": 1.0, "trans_b": trans_b})
+    problem, recipe = ConformanceProblem(spec), CppAtenGemm()
+    gen = torch.Generator().manual_seed(1)
+    m, k, n = 37, 300, 50
+    a, w = torch.randn(*batch, m, k, generator=gen), torch.randn(*batch, n, k, generator=gen)
+    row = torch.randn(1, n, generator=gen)
+    args = [a, w if trans_b else w.transpose(-1, -2).contiguous()] + ([row] if bias else [])
+    expected = a @ w.transpose(-1, -2) + (row if bias else 0)
+    params = {**recipe.space(problem, cpu.backend.facts(cpu.spec)).default(), "tile_m": 24, "tile_n": 48, "tile_k": 64, "micro": "6x16"}
+    for tiled in (True, False):
+        source = recipe.render(problem, {**params, "tiled": tiled})
+        assert ("kv_gemm(" in source) == tiled
+        kernel = CppKernel(CppToolchain().build(source, tmp_path / str(tiled), problem).artifact)
+        out = torch.full((*batch, m, n), float("nan"))
+        kernel(args, [out])
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)

@@ -39,10 +39,12 @@ PROGRAMS = {
     "pairs, x[:, i, j]": (lambda x: x[:, *torch.triu_indices(5, 5, 1)], (2, 5, 5)),
     "negative, broadcast indices": (lambda x: x[torch.arange(4)[:, None] - 2, torch.arange(3)[None, :]] + 1, (5, 6)),
     "runs, repeat_interleave": (lambda x: x[torch.repeat_interleave(torch.arange(3) + 1, output_size=6)] * 2, (3, 4)),
+    "runs, some empty": (lambda x, runs: x[torch.repeat_interleave(runs, output_size=6)], (7, 2)),
     "conv_transpose3d": (lambda x, w: F.conv_transpose3d(x, w, stride=2, padding=1, output_padding=1),
                          (1, 4, 3, 4, 5)),
 }
-WEIGHTS = {"instance norm": [(4,), (4,)], "conv3d": [(6, 4, 3, 2, 3)], "conv_transpose3d": [(4, 6, 3, 2, 3)]}
+WEIGHTS = {"instance norm": [(4,), (4,)], "conv3d": [(6, 4, 3, 2, 3)], "conv_transpose3d": [(4, 6, 3, 2, 3)],
+           "runs, some empty": [torch.tensor([0, 2, 0, 0, 3, 1, 0])]}
 COVERED = set(OVERLOADS) | VIEWS | SCALARS | FACTORIES | CHECKS | COPIES
 
 
@@ -50,7 +52,8 @@ COVERED = set(OVERLOADS) | VIEWS | SCALARS | FACTORIES | CHECKS | COPIES
 def test_a_program_captures_to_covered_overloads_and_computes_what_pytorch_does(name):
     fn, shape = PROGRAMS[name]
     generator = torch.Generator().manual_seed(0)
-    weights = [nn.Parameter(torch.randn(s, generator=generator)) for s in WEIGHTS.get(name, [])]
+    weights = [nn.Parameter(s, requires_grad=False) if isinstance(s, torch.Tensor)
+               else nn.Parameter(torch.randn(s, generator=generator)) for s in WEIGHTS.get(name, [])]
     module, x = Program(fn, *weights), torch.randn(shape, generator=generator)
     program = capture_module(module, [x], name).program
     called = {n.target for n in program.graph.nodes if n.op == "call_function" and n.target.__module__ != "_operator"}

@@ -16,7 +16,7 @@ from kevolve.synthesis.base import Candidate  # noqa: E402
 
 @pytest.mark.parametrize("target,name", [("mtia_sim", "linear_gelu_layernorm"), ("mtia_sim", "pointwise_chain"),
                                          ("mtia_sim", "causal_attention"),
-                                         ("nvidia_h100", "conv_bias_relu_maxpool")])
+                                         ("nvidia_h100", "conv_bias_relu_maxpool"), ("nvidia_h100", "keyed_hash_pool")])
 def test_program_is_correct_offline_on_a_triton_target(target, name, check_only):
     result = kevolve.optimize(str(PROBLEMS / f"{name}.py"), target=target, budget=1, harness=check_only)
     evaluations = [n.evaluation for n in result.nodes]

@@ -7,6 +7,7 @@ copies it next to the kernel as the standalone module's loader, so both run the 
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,6 +64,9 @@ class CppKernel:
         if self._scratch is not None:
             self._scratch.restype = ctypes.c_int64
             self._scratch.argtypes = self._fn.argtypes
+        # kept from call to call, per thread: tens of MB allocated afresh would be mapped anew, and first
+        # touch's page faults would cost more than the kernels (as kv_launch.cpp does for the op)
+        self._kept = threading.local()
 
     def __call__(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
         described_in = _describe(inputs)
@@ -73,7 +77,9 @@ class CppKernel:
             size = self._scratch(described_in, len(inputs), described_out, len(outputs))
             if size < 0:
                 raise RuntimeError(f"kernel declined these arguments (asked for {size} bytes of scratch)")
-            scratch = torch.empty(size, dtype=torch.uint8)
+            scratch = getattr(self._kept, "scratch", None)
+            if scratch is None or scratch.numel() < size:
+                scratch = self._kept.scratch = torch.empty(size, dtype=torch.uint8)
             described_out[len(outputs)].data = scratch.data_ptr()
             described_out[len(outputs)].shape[0] = size
             code = self._fn(described_in, len(inputs), described_out, len(outputs))

@@ -14,7 +14,8 @@ lowering then names it as uncovered.
   window is separable, its divisor included: PyTorch's divisor (the window clipped to the padded or, without
   ``count_include_pad``, to the real input) is a product of one extent per axis.
 - ``index.Tensor`` (``x[i, j]``) on consecutive dimensions: one ``index_select`` over them merged;
-  ``repeat_interleave`` of counts with an ``output_size``: a ``searchsorted`` over their running sum.
+  ``repeat_interleave`` of counts with an ``output_size``: the running count of runs that ended (a mark
+  scattered at each run's end, then a cumulative sum: linear, where a search per element was not).
 """
 
 from __future__ import annotations
@@ -188,13 +189,16 @@ def _index(x: torch.Tensor, indices: Sequence[torch.Tensor | None]) -> Any:
 
 
 def _repeat_interleave(repeats: torch.Tensor, output_size: int | None = None) -> Any:
-    """The index of each of ``output_size`` elements' run: where it falls among the runs' ends (``searchsorted``
-    over their running sum). Without ``output_size`` the length is the repeats' sum, a value: left as it is."""
+    """The index of each of ``output_size`` elements' run: how many runs ended at or before it, one mark added at
+    each run's end (its running sum; the last ends at ``output_size``, one past the elements) and the marks
+    summed cumulatively. Two linear passes, where a binary search per element cost ``log2(runs)`` dependent
+    loads. Without ``output_size`` the length is the repeats' sum, a value: left as it is."""
     if output_size is None:
         return NotImplemented
     ends = aten.cumsum.default(repeats, 0)
-    position = aten.arange.default(output_size, dtype=repeats.dtype, device=repeats.device)
-    return aten.searchsorted.Tensor(ends, position, right=True)
+    marks = aten.zeros.default([output_size + 1], dtype=repeats.dtype, device=repeats.device)
+    marks = aten.scatter_add.default(marks, 0, ends, aten.ones_like.default(ends))
+    return aten.cumsum.default(aten.slice.Tensor(marks, 0, 0, output_size), 0)
 
 
 EXTRA: dict[Any, Callable] = {

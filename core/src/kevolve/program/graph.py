@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -193,9 +194,12 @@ def _compute(graph: Graph, node: torch.fx.Node, args: tuple, kwargs: dict) -> An
             raise Declined(f"input is {x!r}")
         dtype = (x if isinstance(x, torch.Tensor) else x[0]).dtype
         if spec.layout not in EXPRESSION_LAYOUTS or spec.layout == "halves":
-            x, op_args, op_kwargs = _contiguous(graph, node, (x, op_args, op_kwargs))
+            keep = _transposed if spec.layout == "gemm" else None  # a GEMM reads a transposed B as it is
+            x, op_args, op_kwargs = _contiguous(graph, node, (x, op_args, op_kwargs), keep)
         with _CopyRecorder() as recorder:
             tensors, attrs = bind_views(spec, SimpleNamespace(input=x, args=op_args, kwargs=op_kwargs), dtype)
+        if spec.layout == "gemm":
+            tensors, attrs = _gemm_operands(graph, node, tensors, attrs)
     except (Declined, NotImplementedError, TypeError, ValueError, RuntimeError) as exc:
         raise LoweringError(f"{graph.name!r}: {overload_name(node.target)} has no kernel for these arguments ({exc})"
                             + (f" at {where}" if where else "")) from None
@@ -246,18 +250,38 @@ class _CopyRecorder(TorchDispatchMode):
         return out
 
 
-def _contiguous(graph: Graph, node: torch.fx.Node, value: Any) -> Any:
+def _transposed(t: torch.Tensor) -> bool:
+    """A matrix (or batch of them) whose last two dimensions, swapped, are laid out densely: ``w.t()``, ``x.mT``."""
+    return t.dim() >= 2 and not t.is_contiguous() and t.transpose(-1, -2).is_contiguous()
+
+
+def _gemm_operands(graph: Graph, node: torch.fx.Node, tensors: list, attrs: dict) -> tuple[list, dict]:
+    """A GEMM kernel's operands: B, where it is a transposed dense matrix, read through the kernel's ``trans_b``
+    (no copy); any other operand left transposed is copied."""
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and t.device.type == "meta" and _transposed(t):
+            if i == 1:
+                tensors[1], attrs = t.transpose(-1, -2), {**attrs, "trans_b": not attrs["trans_b"]}
+            else:
+                tensors[i] = _contiguous(graph, node, t)
+    return tensors, attrs
+
+
+def _contiguous(graph: Graph, node: torch.fx.Node, value: Any,
+                keep: Callable[[torch.Tensor], bool] | None = None) -> Any:
     """Tensors a non-pointwise kernel reads, made contiguous where they are not (a copy kernel each): those
-    kernels index their inputs densely."""
+    kernels index their inputs densely. ``keep``: tensors left as they are (the kernel reads them otherwise)."""
     if isinstance(value, torch.Tensor):
-        if value.is_contiguous():
+        if value.is_contiguous() or (keep is not None and keep(value)):
             return value
         copy = graph.root(tuple(value.shape), value.dtype)
-        graph.nodes.append(Pointwise(f"{node.name}_in{len(graph.nodes)}", Var("v0"), {"v0": value}, copy,
-                                     _source(node)))
+        scalar = graph.scalars.get(id(root_of(value)))  # a constant expanded (``torch.zeros(n)``): a fill
+        expr, leaves = (Var("v0"), {"v0": value}) if scalar is None else (Const(scalar), {})
+        graph.nodes.append(Pointwise(f"{node.name}_in{len(graph.nodes)}", expr, leaves, copy, _source(node)))
         return copy
     if isinstance(value, (list, tuple)):
-        return type(value)(_contiguous(graph, node, v) for v in value)
+        return type(value)(_contiguous(graph, node, v, keep) for v in value)
     if isinstance(value, dict):
-        return {k: _contiguous(graph, node, v) for k, v in value.items()}
+        return {k: _contiguous(graph, node, v, keep) for k, v in value.items()}
     return value

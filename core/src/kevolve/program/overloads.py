@@ -258,6 +258,7 @@ OVERLOADS: dict[Any, Overload] = {
     aten.cummax.default: Overload(lambda x, dim: ("cummax", x, (dim,), {}), outputs=(0, 1)),
     aten.roll.default: _same("roll"),
     aten.gather.default: _same("gather"), aten.index_select.default: _same("index_select"),
+    aten.scatter_add.default: _same("scatter_add"),
     aten.embedding.default: Overload(_embedding),
     aten._embedding_bag.default: Overload(_embedding_bag),
     aten.searchsorted.Tensor: Overload(_searchsorted),

@@ -61,7 +61,8 @@ class CppAtenPointwise(Recipe):
 
     def render(self, problem: Problem, params: dict) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
-        ct = compute_type(k.inputs[0][1])
+        first = k.inputs[0][1] if k.inputs else k.out_dtype  # no input: a fill (``torch.zeros``)
+        ct = compute_type(first)
         out_c, out_enum = C_TYPES[k.out_dtype]
         value = cpp_expr(k.expr, params.get("math", "libm"), ct)
         checks = [f"    if (n_in != {len(k.inputs) if k.layout != 'halves' else 1} || n_out != 1) return 1;",
@@ -90,15 +91,39 @@ class CppAtenPointwise(Recipe):
                 f"    }}" for i in range(len(sources)))
             offsets = " ".join(f"o{i} += c * s{i}[d];" for i in range(len(sources)))
             loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i}]')};" for i, (name, d) in enumerate(k.inputs))
+            row_loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i} + j * s{i}[last]]')};"
+                                 for i, (name, d) in enumerate(k.inputs))
             dense = " && ".join(f"kv_dense_like(&in[{i}], &out[0])" for i in range(len(sources)))
             flat = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
-            loop = f"""    int64_t {", ".join(f"s{i}[8] = {{0}}" for i in range(len(sources)))};
+            flat_loop = f"""    {pragma}
+    for (int64_t i = 0; i < n; ++i) {{
+        {flat}
+        o[i] = {store(k.out_dtype, value)};
+    }}"""
+            if not sources:  # a fill
+                loop = flat_loop
+            else:
+                loop = f"""    int64_t {", ".join(f"s{i}[8] = {{0}}" for i in range(len(sources)))};
 {strides}
     if ({dense}) {{  // every input laid out as the output: a flat loop the compiler vectorizes
+{flat_loop}
+        return 0;
+    }}
+    const int64_t last = nd > 0 ? nd - 1 : 0, inner = nd > 0 ? out[0].shape[last] : 1;
+    const int64_t outer = inner > 0 ? n / inner : 0;
+    if (outer >= 64) {{  // rows of the output's last dimension: one coordinate walk a row, not one an element
         {pragma}
-        for (int64_t i = 0; i < n; ++i) {{
-            {flat}
-            o[i] = {store(k.out_dtype, value)};
+        for (int64_t r = 0; r < outer; ++r) {{
+            int64_t rest = r, {", ".join(f"o{i} = 0" for i in range(len(sources)))};
+            for (int64_t d = nd - 2; d >= 0; --d) {{
+                const int64_t c = rest % out[0].shape[d];
+                rest /= out[0].shape[d];
+                {offsets}
+            }}
+            for (int64_t j = 0; j < inner; ++j) {{
+                {row_loads}
+                o[r * inner + j] = {store(k.out_dtype, value)};
+            }}
         }}
         return 0;
     }}
@@ -139,7 +164,7 @@ class CppAtenPointwise(Recipe):
 
 typedef {ct} ct_t;  // compute type
 typedef {out_c} out_t;  // output storage type
-{round_storage(k.inputs[0][1])}
+{round_storage(first)}
 
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     const int64_t n = n_out == 1 ? kv_numel(&out[0]) : 0;

@@ -436,13 +436,20 @@ class CppAtenEmbeddingBag(_IndexRecipe):
     if (bags < 0 || kv_numel(&out[0]) != bags * D) return 2;
     {_ctype(wt)}* __restrict o = ({_ctype(wt)}*)out[0].data;
     int bad = 0;
+    const int64_t KV_AHEAD = 8;
     {_parallel(params, "reduction(|:bad)")}
     for (int64_t b = 0; b < bags; ++b) {{
-        std::vector<ct_t> acc(D, (ct_t)0);
+        static thread_local std::vector<ct_t> acc;  // one per thread, not an allocation per bag
+        acc.assign(D, (ct_t)0);
         int64_t start, end, used = 0;
 {bounds}
         end = std::min<int64_t>(end, N);
         for (int64_t j = std::max<int64_t>(start, 0); j < end; ++j) {{
+            if (j + KV_AHEAD < N) {{  // rows are random reads: ask for one a few lookups ahead, line by line
+                const int64_t ahead = (int64_t)idx[j + KV_AHEAD];
+                if (ahead >= 0 && ahead < rows)
+                    for (int64_t d = 0; d < D; d += 64 / (int64_t)sizeof(*w)) __builtin_prefetch(w + ahead * D + d);
+            }}
             const int64_t row = (int64_t)idx[j];
             if (row == pad) continue;
             if (row < 0 || row >= rows) {{

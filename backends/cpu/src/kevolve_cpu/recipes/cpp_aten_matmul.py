@@ -19,14 +19,17 @@ written for.
 
 from __future__ import annotations
 
+import torch
 from kevolve.conformance.kernel import KernelSpec, conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
-from kevolve.synthesis.schedule import ScheduleSpace
+from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_aten import C_TYPES, load, store
 from kevolve_cpu.recipes.cpp_common import parallel_for, threads_param
+from kevolve_cpu.recipes.cpp_matmul import engine
+from kevolve_cpu.recipes.cpp_matmul import space as tiled_space
 
 #: the batch offset of one operand, the batch dimensions of the output broadcasting from it (size 1: stride 0;
 #: a size dividing the output's, for grouped-query heads: index / group)
@@ -94,12 +97,30 @@ class _AtenRecipe(Recipe):
 
 
 class CppAtenGemm(_AtenRecipe):
-    """``alpha * A @ B + beta * C`` over broadcast batches, rows of the output spread over threads."""
+    """``alpha * A @ B + beta * C`` over broadcast batches, rows of the output spread over threads.
+
+    With ``tiled`` (the default), a float32 product of two dense matrices plus at most a bias row (``mm``,
+    ``addmm``, a linear layer) runs the catalog's tiled GEMM (:mod:`kevolve_cpu.recipes.cpp_matmul`: packed
+    panels, vector registers, float accumulation as PyTorch's) at that recipe's knobs; everything else, and
+    the whole kernel without ``tiled``, takes the exact row loop accumulating in double."""
 
     name = "cpp.aten_gemm"
     layout = "gemm"
 
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        tiles = tiled_space(facts, torch.float32)
+        return ScheduleSpace([*tiles.params, Param("tiled", (True, False), {}, default=True)], valid=tiles.valid)
+
     def render(self, problem: Problem, params: dict) -> str:
+        exact = self._exact(problem, params)
+        k = problem.kernel  # type: ignore[attr-defined]
+        fits = (params.get("tiled", False) and all(d == "float32" for _, d in k.inputs) and k.out_dtype == "float32"
+                and float(k.attrs["alpha"]) == 1.0 and float(k.attrs["beta"]) == 1.0 and k.attrs.get("product", True))
+        if not fits:
+            return exact
+        return _tiled(exact, bool(k.attrs["trans_b"]), len(k.inputs) == 3, params)
+
+    def _exact(self, problem: Problem, params: dict) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
         trans_b, bias = bool(k.attrs["trans_b"]), len(k.inputs) == 3
         (_, da), (_, db) = k.inputs[:2]
@@ -253,6 +274,57 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
         for (int64_t e = 0; e < Ev; ++e) po[r * Ev + e] = {store(k.out_dtype, 'o[e]')};
     }}
     return 0;
+}}
+"""
+
+
+def _tiled(exact: str, trans_b: bool, bias: bool, params: dict) -> str:
+    """The exact kernel renamed ``kv_exact``, after it the tiled GEMM and an entry point that takes the tiled
+    path for dense float32 operands: two matrices and a bias row (contiguous, broadcast over the rows) or none;
+    or, without a bias, batches of matrices of the same batch shape (a batch per thread, each GEMM on one)."""
+    head, body = exact.split("KV_EXPORT int kevolve_kernel(", 1)
+    bias_ok = ("nd == 2 && in[2].ndim == 2 && in[2].shape[0] == 1 && in[2].shape[1] == N && in[2].strides[1] == 1"
+               if bias else "true")
+    pragma = parallel_for(int(params["threads"]), work="batch * M * N * K")
+    pragma += " reduction(|:failed)" if pragma else ""
+    return f"""{head}#include <algorithm>
+#include <cstdlib>
+#include <omp.h>
+#include <type_traits>
+
+static int kv_exact({body}
+typedef float st_t;
+static inline float ld(float v) {{ return v; }}
+static inline float st(float v) {{ return v; }}
+{engine(params, trans_b=trans_b, bias=bias)}
+KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
+    const int64_t nd = out[0].ndim;
+    if (n_in == {3 if bias else 2} && n_out == 1 && nd >= 2 && in[0].ndim == nd && in[1].ndim == nd
+        && in[0].dtype == KV_FLOAT32 && in[1].dtype == KV_FLOAT32 && out[0].dtype == KV_FLOAT32
+        && (n_in == 2 || in[2].dtype == KV_FLOAT32)) {{
+        const int64_t M = in[0].shape[nd - 2], K = in[0].shape[nd - 1], N = out[0].shape[nd - 1];
+        bool shapes = out[0].shape[nd - 2] == M && in[1].shape[nd - {1 if trans_b else 2}] == K
+                      && in[1].shape[nd - {2 if trans_b else 1}] == N;
+        int64_t batch = 1;
+        for (int64_t d = 0; d < nd - 2; ++d) {{
+            shapes = shapes && in[0].shape[d] == out[0].shape[d] && in[1].shape[d] == out[0].shape[d];
+            batch *= out[0].shape[d];
+        }}
+        if (shapes && kv_dense_like(&in[0], &in[0]) && kv_dense_like(&in[1], &in[1])
+            && kv_dense_like(&out[0], &out[0]) && {bias_ok}) {{
+            const float* a = (const float*)in[0].data;
+            const float* b = (const float*)in[1].data;
+            float* c = (float*)out[0].data;
+            if (batch == 1)
+                return kv_gemm(a, b, {"(const float*)in[2].data" if bias else "nullptr"}, c, M, N, K);
+            int failed = 0;
+            {pragma}
+            for (int64_t i = 0; i < batch; ++i)  // a GEMM inside a parallel loop runs on its calling thread
+                failed |= kv_gemm(a + i * M * K, b + i * K * N, nullptr, c + i * M * N, M, N, K);
+            return failed;
+        }}
+    }}
+    return kv_exact(in, n_in, out, n_out);
 }}
 """
 

@@ -194,7 +194,18 @@ _MOVE_OPS = {
         along += a->shape[cd];
     }
     start[parts] = along;
-    if (n > 0 && along != len) return 2;""",
+    if (n > 0 && along != len) return 2;
+    if (out[0].dtype == in[0].dtype) {  // same storage: each input's part of a row is one run, copied whole
+        char* dst = (char*)out[0].data;
+        const int64_t item = (int64_t)sizeof(in_t), rows = len > 0 ? outer : 0;
+        KV_PARALLEL_FOR
+        for (int64_t r = 0; r < rows * parts; ++r) {
+            const int64_t row = r / parts, t = r % parts, size = start[t + 1] - start[t];
+            memcpy(dst + ((row * len + start[t]) * inner) * item, (const char*)part[t] + row * size * inner * item,
+                   (size_t)(size * inner * item));
+        }
+        return 0;
+    }""",
                   """const int64_t ci = i % inner, c = (i / inner) % len, row = i / (inner * len);
         int64_t t = 0;
         while (c >= start[t + 1]) ++t;
@@ -328,7 +339,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const int64_t* prm = (const int64_t*)p->data;
     (void)shape; (void)stride; (void)prm;
 {same}
-    {op.prologue}
+    {op.prologue.replace("KV_PARALLEL_FOR", parallel_for(params["threads"]))}
     const in_t* __restrict x = (const in_t*)in[0].data;
     {out_c}* __restrict o = ({out_c}*)out[0].data;
     (void)x;

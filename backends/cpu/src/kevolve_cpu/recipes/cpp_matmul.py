@@ -39,6 +39,34 @@ def _valid(params: dict) -> bool:
     return params["tile_m"] % mr == 0 and params["tile_n"] % nr == 0 and params["tile_n"] >= nr
 
 
+def space(facts: MachineFacts, dtype: torch.dtype) -> ScheduleSpace:
+    """The tiled GEMM's knobs (this recipe's, and the ATen gemm kernels' tiled path's)."""
+    return ScheduleSpace([
+        threads_param(facts),
+        # bigger cache tiles reuse each loaded panel more (memory-bound), smaller ones make more tiles
+        # to share out among threads (occupancy) and less packing before the first FMA (latency)
+        Param("tile_m", (24, 48, 72, 96, 144, 192),
+              {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: -1}, default=96),
+        Param("tile_n", (48, 96, 128, 192, 256, 384, 512),
+              {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: -1}, default=256),
+        # longer K blocks mean fewer round trips of partial sums through memory; shorter ones keep the
+        # B micro-panel in L1
+        Param("tile_k", (64, 128, 256, 384, 512), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=512),
+        # a larger register tile does more FMAs per load
+        Param("micro", MICRO, {d.COMPUTE_BOUND: +1, d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default="6x16"),
+        # float32 A rows are broadcast straight from the input about as fast as from a packed panel;
+        # bfloat16 ones would be converted in the inner loop, so packing (converting once) wins there
+        Param("pack_a", (False, True), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1},
+              default=dtype != torch.float32),
+        Param("pack_b", (False, True), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=True),
+        # nm reuses the (larger) packed B panel across m tiles; mn the packed A panel across n tiles
+        Param("loop_order", ("mn", "nm"), {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default="nm"),
+        # dynamic hands tiles out one at a time: balances edge tiles and threads that get descheduled
+        Param("schedule", ("static", "dynamic"), {d.OCCUPANCY_LIMITED: +1, d.LATENCY_BOUND: -1},
+              default="dynamic"),
+    ], valid=_valid)
+
+
 class CppMatmul(Recipe):
     name = "cpp.matmul"
     language = "cpp"
@@ -49,57 +77,41 @@ class CppMatmul(Recipe):
                 and problem.attrs.get("epilogue", "none") in ("none", "relu"))
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
-        return ScheduleSpace([
-            threads_param(facts),
-            # bigger cache tiles reuse each loaded panel more (memory-bound), smaller ones make more tiles
-            # to share out among threads (occupancy) and less packing before the first FMA (latency)
-            Param("tile_m", (24, 48, 72, 96, 144, 192),
-                  {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: -1}, default=96),
-            Param("tile_n", (48, 96, 128, 192, 256, 384, 512),
-                  {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1, d.LATENCY_BOUND: -1}, default=256),
-            # longer K blocks mean fewer round trips of partial sums through memory; shorter ones keep the
-            # B micro-panel in L1
-            Param("tile_k", (64, 128, 256, 384, 512), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=512),
-            # a larger register tile does more FMAs per load
-            Param("micro", MICRO, {d.COMPUTE_BOUND: +1, d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default="6x16"),
-            # float32 A rows are broadcast straight from the input about as fast as from a packed panel;
-            # bfloat16 ones would be converted in the inner loop, so packing (converting once) wins there
-            Param("pack_a", (False, True), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1},
-                  default=problem.dtype != torch.float32),
-            Param("pack_b", (False, True), {d.MEMORY_BOUND: +1, d.LATENCY_BOUND: -1}, default=True),
-            # nm reuses the (larger) packed B panel across m tiles; mn the packed A panel across n tiles
-            Param("loop_order", ("mn", "nm"), {d.MEMORY_BOUND: +1, d.OCCUPANCY_LIMITED: -1}, default="nm"),
-            # dynamic hands tiles out one at a time: balances edge tiles and threads that get descheduled
-            Param("schedule", ("static", "dynamic"), {d.OCCUPANCY_LIMITED: +1, d.LATENCY_BOUND: -1},
-                  default="dynamic"),
-        ], valid=_valid)
+        return space(facts, problem.dtype)
 
     def render(self, problem: Problem, params: dict) -> str:
-        mr, nr = micro_shape(params["micro"])
         bias = bool(problem.attrs.get("bias", False))
         relu = problem.attrs.get("epilogue", "none") == "relu"
-        threads = int(params["threads"])
-        parallel = "#pragma omp parallel num_threads(nt)" if threads > 1 else ""
-        return prelude(problem, params) + _TEMPLATE.format(
-            MR=mr, NR=nr, NV=nr // VEC, VEC=VEC, TM=params["tile_m"], TN=params["tile_n"], TK=params["tile_k"],
-            PACK_A=_b(params["pack_a"]), PACK_B=_b(params["pack_b"]), N_OUTER=_b(params["loop_order"] == "nm"),
-            DYNAMIC=_b(params["schedule"] == "dynamic"), HAS_BIAS=_b(bias), RELU=_b(relu), N_IN=3 if bias else 2,
-            KV_DTYPE="KV_BFLOAT16" if problem.dtype == torch.bfloat16 else "KV_FLOAT32", THREADS=threads,
-            PARALLEL=parallel,
-        )
+        kv_dtype = "KV_BFLOAT16" if problem.dtype == torch.bfloat16 else "KV_FLOAT32"
+        return (prelude(problem, params) + engine(params, bias=bias, relu=relu)
+                + _ENTRY.format(N_IN=3 if bias else 2, KV_DTYPE=kv_dtype))
+
+
+def engine(params: dict, *, trans_b: bool = False, bias: bool = False, relu: bool = False) -> str:
+    """``kv_gemm`` at ``params`` (this recipe's knobs): after a prelude that defines ``st_t``, ``ld`` and ``st``."""
+    mr, nr = micro_shape(params["micro"])
+    threads = int(params["threads"])
+    return ENGINE.format(
+        MR=mr, NR=nr, NV=nr // VEC, VEC=VEC, TM=params["tile_m"], TN=params["tile_n"], TK=params["tile_k"],
+        PACK_A=_b(params["pack_a"]), PACK_B=_b(params["pack_b"]), TRANS_B=_b(trans_b),
+        N_OUTER=_b(params["loop_order"] == "nm"), DYNAMIC=_b(params["schedule"] == "dynamic"), HAS_BIAS=_b(bias),
+        RELU=_b(relu), THREADS=threads, PARALLEL="#pragma omp parallel num_threads(nt)" if threads > 1 else "",
+    )
 
 
 def _b(flag: bool) -> str:
     return "true" if flag else "false"
 
 
-_TEMPLATE = r"""
+#: the tiled GEMM itself (kv_gemm), shared with the ATen gemm kernels of lowered programs
+ENGINE = r"""
 #include <cstdlib>
 #include <type_traits>
 
 constexpr int MR = {MR}, NR = {NR}, NV = {NV}, VEC = {VEC};
 constexpr int64_t TM = {TM}, TN = {TN}, TK = {TK};
-constexpr bool PACK_A = {PACK_A}, PACK_B = {PACK_B}, N_OUTER = {N_OUTER}, DYNAMIC = {DYNAMIC};
+constexpr bool PACK_A = {PACK_A}, PACK_B = {PACK_B} || {TRANS_B}, N_OUTER = {N_OUTER}, DYNAMIC = {DYNAMIC};
+constexpr bool TRANS_B = {TRANS_B};  // B stored (N, K), as a linear layer's weight: read through the packing
 constexpr bool HAS_BIAS = {HAS_BIAS}, RELU = {RELU};
 constexpr bool C_FLOAT = std::is_same<st_t, float>::value;  // partial sums can live in C itself
 
@@ -162,7 +174,8 @@ static void kv_pack_a(const st_t* __restrict a, int64_t lda, int64_t i0, int64_t
 }}
 
 // B columns [j0, j0+nc) x K range [k0, k1) (whole K blocks), as float: per K block (at (p0 - k0) * nc_pad)
-// panels of NR columns, element (p, j) of a panel at p * NR + j; columns past nc are zero.
+// panels of NR columns, element (p, j) of a panel at p * NR + j; columns past nc are zero. TRANS_B: column j
+// of B is row j of the stored (N, K) matrix, read along K.
 static void kv_pack_b(const st_t* __restrict b, int64_t ldb, int64_t j0, int64_t nc, int64_t k0, int64_t k1,
                       float* __restrict buf) {{
     const int64_t nc_pad = kv_round_up(nc, NR);
@@ -171,6 +184,13 @@ static void kv_pack_b(const st_t* __restrict b, int64_t ldb, int64_t j0, int64_t
         for (int64_t jp = 0; jp < nc_pad; jp += NR) {{
             float* __restrict dst = buf + (p0 - k0) * nc_pad + jp * kc;
             const int64_t nv = std::min<int64_t>(NR, nc - jp);
+            if (TRANS_B) {{
+                for (int j = 0; j < NR; ++j) {{
+                    const st_t* __restrict src = b + (j0 + jp + j) * ldb + p0;
+                    for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = j < nv ? ld(src[p]) : 0.0f;
+                }}
+                continue;
+            }}
             for (int64_t p = 0; p < kc; ++p) {{
                 const st_t* __restrict src = b + (p0 + p) * ldb + j0 + jp;
                 if (nv == NR) {{
@@ -263,20 +283,12 @@ static inline void kv_micro(int64_t kc, const TA* __restrict a, int64_t lda, con
     }}
 }}
 
-KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
-    if (n_in != {N_IN} || n_out != 1) return 1;
-    if (in[0].ndim != 2 || in[1].ndim != 2 || out[0].ndim != 2) return 1;
-    for (int64_t i = 0; i < n_in; ++i)
-        if (in[i].dtype != {KV_DTYPE}) return 1;
-    if (out[0].dtype != {KV_DTYPE}) return 1;
-    const int64_t M = in[0].shape[0], K = in[0].shape[1], N = in[1].shape[1];
-    if (in[1].shape[0] != K || out[0].shape[0] != M || out[0].shape[1] != N) return 1;
-    if (HAS_BIAS && (in[n_in - 1].ndim != 1 || in[n_in - 1].shape[0] != N)) return 1;
-    const st_t* __restrict A = (const st_t*)in[0].data;
-    const st_t* __restrict B = (const st_t*)in[1].data;
-    const st_t* __restrict bias = HAS_BIAS ? (const st_t*)in[n_in - 1].data : nullptr;
-    st_t* __restrict C = (st_t*)out[0].data;
+// C (M x N) = A (M x K) B (K x N, or N x K stored when TRANS_B) + bias (N), all dense; 0, or 2 when a buffer
+// could not be allocated
+static int kv_gemm(const st_t* __restrict A, const st_t* __restrict B, const st_t* __restrict bias,
+                   st_t* __restrict C, int64_t M, int64_t N, int64_t K) {{
     if (M == 0 || N == 0) return 0;
+    const int64_t ldb = TRANS_B ? K : N;
 
     const int64_t tiles_m = (M + TM - 1) / TM, tiles_n = (N + TN - 1) / TN, tiles = tiles_m * tiles_n;
     const int64_t k_blocks = K > 0 ? (K + TK - 1) / TK : 1;  // K == 0 still stores bias/epilogue once
@@ -319,12 +331,12 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
             const int64_t i0 = im * TM, mc = std::min(TM, M - i0), mc_pad = kv_round_up(mc, MR);
             const int64_t j0 = jn * TN, nc = std::min(TN, N - j0), nc_pad = kv_round_up(nc, NR);
             if (whole_k && PACK_A && im != packed_m) {{ kv_pack_a(A, K, i0, mc, 0, K, abuf); packed_m = im; }}
-            if (whole_k && PACK_B && jn != packed_n) {{ kv_pack_b(B, N, j0, nc, 0, K, bbuf); packed_n = jn; }}
+            if (whole_k && PACK_B && jn != packed_n) {{ kv_pack_b(B, ldb, j0, nc, 0, K, bbuf); packed_n = jn; }}
             for (int64_t kb = 0; kb < k_blocks; ++kb) {{
                 const int64_t p0 = kb * TK, kc = std::min(TK, K - p0);
                 const int64_t pbase = whole_k ? 0 : p0;  // K offset of the packed buffers
                 if (!whole_k && PACK_A) kv_pack_a(A, K, i0, mc, p0, p0 + kc, abuf);
-                if (!whole_k && PACK_B) kv_pack_b(B, N, j0, nc, p0, p0 + kc, bbuf);
+                if (!whole_k && PACK_B) kv_pack_b(B, ldb, j0, nc, p0, p0 + kc, bbuf);
                 const bool first = kb == 0, last = kb == k_blocks - 1;
                 for (int64_t jr = 0; jr < nc; jr += NR) {{
                     const int nv = (int)std::min<int64_t>(NR, nc - jr);
@@ -369,6 +381,22 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
         std::free(cbuf);
     }}
     return failed ? 2 : 0;
+}}
+"""
+
+#: the catalog's entry point: 2-D A and B (K x N), a 1-D bias
+_ENTRY = r"""
+KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
+    if (n_in != {N_IN} || n_out != 1) return 1;
+    if (in[0].ndim != 2 || in[1].ndim != 2 || out[0].ndim != 2) return 1;
+    for (int64_t i = 0; i < n_in; ++i)
+        if (in[i].dtype != {KV_DTYPE}) return 1;
+    if (out[0].dtype != {KV_DTYPE}) return 1;
+    const int64_t M = in[0].shape[0], K = in[0].shape[1], N = in[1].shape[1];
+    if (in[1].shape[0] != K || out[0].shape[0] != M || out[0].shape[1] != N) return 1;
+    if (HAS_BIAS && (in[n_in - 1].ndim != 1 || in[n_in - 1].shape[0] != N)) return 1;
+    return kv_gemm((const st_t*)in[0].data, (const st_t*)in[1].data,
+                   HAS_BIAS ? (const st_t*)in[n_in - 1].data : nullptr, (st_t*)out[0].data, M, N, K);
 }}
 """
 

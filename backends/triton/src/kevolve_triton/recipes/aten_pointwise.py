@@ -59,6 +59,8 @@ def kernel_expr(expr: Expr, ct: str, storage: str = "float32") -> str:
         raise ValueError(f"no Triton spelling for {', '.join(missing)}")
     rounding = "({})" if TL_STORAGE.get(storage, ct) == ct else f"({{}}).to({TL_STORAGE[storage]}).to({ct})"
     spellings = {**tl_math.SPELLINGS, tl_math.SCALAR: f"tl.full([], {{}}, {ct})", "round_storage": rounding}
+    if ct == "tl.int64":  # exact: C's remainder of integers (srem; the interpreter's np.fmod), not through floats
+        spellings["fmod"] = "(({}) % ({}))"
     return triton_expr(tl_math.scalar_args(expr), spellings, literal_for(ct))
 
 
@@ -81,8 +83,11 @@ class TritonAtenPointwise(Recipe):
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
-        ct = compute_type(k.inputs[0][1])
-        value = kernel_expr(k.expr, ct, k.inputs[0][1])
+        first = k.inputs[0][1] if k.inputs else k.out_dtype  # no input: a fill (``torch.zeros``)
+        ct = compute_type(first)
+        value = kernel_expr(k.expr, ct, first)
+        if not k.inputs:  # a constant's value at every element
+            value = f"tl.full([BLOCK], 0, {ct}) + ({value})"
         # halves: one tensor (pointer x) holds both variables a and b
         sources = (("x", k.inputs[0][1]),) if k.layout == "halves" else k.inputs
         body = _device_kernel(k.layout, [n for n, _ in sources], k.inputs, ct, value)

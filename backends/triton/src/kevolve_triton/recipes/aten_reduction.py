@@ -56,6 +56,9 @@ TRUTH_OPS = ("all", "any", "count_nonzero")
 REDUCE_OPS = ("sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "std", "var", "logsumexp",
               "linalg.vector_norm", "all", "any", "count_nonzero")
 SCAN_OPS = ("cumsum", "cumprod", "logcumsumexp", "cummax")
+#: integer inputs of a cumulative sum (an int64 sum, as ATen's; exact in any order, so a line is scanned in
+#: tiles with tl.cumsum rather than element by element)
+INT_SCAN_INPUTS = ("int64", "int32")
 #: the index of a masked lane for the first-extremum picks: loses every tie to a real element
 NO_INDEX = 2 ** 62
 NEG_INF, POS_INF = "float('-inf')", "float('inf')"
@@ -271,7 +274,9 @@ def scan_body(op: str) -> Scan:
 def _acc_type(wide: bool, dtypes: tuple[str, ...]) -> str:
     """float64 for the wide ops of float32 inputs and for float64 tensors, float32 otherwise: ATen's CPU
     acc_type is double for float but float for bfloat16 and half (a bfloat16 cumprod overflows at float's
-    range, not double's)."""
+    range, not double's); int64 for integers."""
+    if dtypes[0] in INT_SCAN_INPUTS:
+        return "tl.int64"
     if "float64" in dtypes or (wide and dtypes[0] not in HALF_FLOATS):
         return "tl.float64"
     return "tl.float32"
@@ -390,9 +395,27 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
 """
 
 
-def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
+#: an integer cumulative sum of lines contiguous in memory (inner == 1): a program per line walks it in
+#: BLOCK_L tiles, each scanned at once (tl.cumsum) and offset by the sum of the tiles before
+_INT_SCAN_TILED = '''@triton.jit
+def _kv_scan_lines_kernel(x_ptr, out0_ptr, L, BLOCK_L: tl.constexpr):
+    base = tl.program_id(0).to(tl.int64) * L
+    j = tl.arange(0, BLOCK_L).to(tl.int64)
+    carry = tl.zeros([1], tl.int64)
+    for start in range(0, L, BLOCK_L):
+        m = start + j < L
+        v = tl.load(x_ptr + base + start + j, mask=m, other=0).to(tl.int64)
+        tl.store(out0_ptr + base + start + j, tl.cumsum(v, 0) + carry, mask=m)
+        carry += tl.sum(v, 0)'''
+
+
+def _scan_launcher(k: Any, params: dict[str, Any], tiled: bool) -> str:
     outs = "".join(f", outputs[{i}]" for i in range(len(k.outputs)))
     block = params["BLOCK"]
+    lines = f"""    if inner == 1:
+        _kv_scan_lines_kernel[(outer,)](x{outs}, L, BLOCK_L=min(_pow2(L), {block}){launch_args(params, contract=False)})
+        return
+""" if tiled else ""
     return _HOST + f"""def kernel(inputs, outputs):
 {_checks(k, 3)}
     outer, L, inner = x.shape
@@ -400,7 +423,7 @@ def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
         raise RuntimeError("declined: shape or layout it was not written for")
     if x.numel() == 0:
         return
-    block_i = min(_pow2(inner), {block})
+{lines}    block_i = min(_pow2(inner), {block})
     n_iblocks = triton.cdiv(inner, block_i)
     grid = (outer * n_iblocks,)
     _kv_scan_kernel[grid](x{outs}, L, inner, n_iblocks, BLOCK_I=block_i{launch_args(params, contract=False)})
@@ -411,7 +434,11 @@ def _scan_launcher(k: Any, params: dict[str, Any]) -> str:
 
 def _supported(problem: Problem, layout: str, ops: tuple[str, ...]) -> bool:
     kernel = conformance_kernel(problem, (layout,))
-    inputs = FLOAT_INPUTS + ("bool",) if kernel is not None and kernel.op in TRUTH_OPS else FLOAT_INPUTS
+    inputs = FLOAT_INPUTS
+    if kernel is not None and kernel.op in TRUTH_OPS:
+        inputs += ("bool",)
+    elif kernel is not None and kernel.op == "cumsum":
+        inputs += INT_SCAN_INPUTS
     return (kernel is not None and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in inputs
             and all(dt in TL_STORAGE or dt == "float64" for dt in kernel.outputs))
 
@@ -467,7 +494,11 @@ class TritonAtenScan(Recipe):
         if len(body.results) != len(k.outputs):
             raise ValueError(f"{k.op} writes {len(body.results)} outputs, the sample expects {len(k.outputs)}")
         device = _scan_kernel(body, k, _acc_type(body.wide, (k.inputs[0][1], *k.outputs)))
-        return header(problem, params) + _helpers(device) + device + "\n\n\n" + _scan_launcher(k, params)
+        tiled = k.inputs[0][1] in INT_SCAN_INPUTS
+        if tiled:
+            device += "\n\n\n" + _INT_SCAN_TILED
+        return (header(problem, params) + _helpers(device) + device + "\n\n\n"
+                + _scan_launcher(k, params, tiled))
 
 
 RECIPES = [TritonAtenReduce(), TritonAtenScan()]
