@@ -68,11 +68,13 @@ def test_dropout_from_another_seed_fails(db, cpu):
     assert all("dropout_p" in s.label or ":large(2, 3" in s.label for s in result.failed)
 
 
-@pytest.mark.parametrize("trans_b, bias, batch", [(True, True, ()), (False, False, ()), (False, False, (3, 2))])
-def test_the_tiled_path_of_the_gemm_kernel_matches_pytorch_at_edge_tiles(cpu, tmp_path, trans_b, bias, batch):
+@pytest.mark.parametrize("trans_b, bias, batch, m", [(True, True, (), 37), (False, False, (), 37),
+                                                      (False, False, (3, 2), 37), (True, False, (5,), 1),
+                                                      (False, True, (), 3)])
+def test_the_tiled_path_of_the_gemm_kernel_matches_pytorch_at_edge_tiles(cpu, tmp_path, trans_b, bias, batch, m):
     """A linear layer (B stored N x K, a bias row), a plain mm and a bmm over two batch dimensions through the
-    catalog's tiled GEMM, at sizes that leave partial register and cache tiles and several K blocks; the same
-    kernel without ``tiled`` agrees."""
+    catalog's tiled GEMM, at sizes that leave partial register and cache tiles and several K blocks, and matrices
+    of 1 and 3 rows through the row-by-row path; the same kernel without ``tiled`` agrees."""
     from kevolve.conformance.kernel import ConformanceProblem, KernelSpec
     from kevolve_cpu.cpp_loader import CppKernel
     from kevolve_cpu.recipes.cpp_aten_matmul import CppAtenGemm
@@ -83,7 +85,7 @@ def test_the_tiled_path_of_the_gemm_kernel_matches_pytorch_at_edge_tiles(cpu, tm
                       {"alpha": 1.0, "beta": 1.0, "trans_b": trans_b})
     problem, recipe = ConformanceProblem(spec), CppAtenGemm()
     gen = torch.Generator().manual_seed(1)
-    m, k, n = 37, 300, 50
+    k, n = 300, 50
     a, w = torch.randn(*batch, m, k, generator=gen), torch.randn(*batch, n, k, generator=gen)
     row = torch.randn(1, n, generator=gen)
     args = [a, w if trans_b else w.transpose(-1, -2).contiguous()] + ([row] if bias else [])

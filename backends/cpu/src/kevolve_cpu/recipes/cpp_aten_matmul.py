@@ -286,6 +286,7 @@ def _tiled(exact: str, trans_b: bool, bias: bool, params: dict) -> str:
     bias_ok = ("nd == 2 && in[2].ndim == 2 && in[2].shape[0] == 1 && in[2].shape[1] == N && in[2].strides[1] == 1"
                if bias else "true")
     pragma = parallel_for(int(params["threads"]), work="batch * M * N * K")
+    row_pragma = pragma
     pragma += " reduction(|:failed)" if pragma else ""
     return f"""{head}#include <algorithm>
 #include <cstdlib>
@@ -297,6 +298,31 @@ typedef float st_t;
 static inline float ld(float v) {{ return v; }}
 static inline float st(float v) {{ return v; }}
 {engine(params, trans_b=trans_b, bias=bias)}
+constexpr int64_t KV_FEW_ROWS = 4;  // below the smallest register tile's rows
+
+// one row of C: a (K) times B (K x N, or N x K stored when TRANS_B), plus the bias, in float
+static inline void kv_gemm_row(const float* __restrict a, const float* __restrict b, const float* __restrict bias,
+                               float* __restrict c, int64_t N, int64_t K) {{
+    if (TRANS_B) {{  // a dot product per column, both operands contiguous along K
+        for (int64_t n = 0; n < N; ++n) {{
+            const float* __restrict col = b + n * K;
+            float s = 0.0f;
+#pragma omp simd reduction(+:s)
+            for (int64_t k = 0; k < K; ++k) s += a[k] * col[k];
+            c[n] = s + (HAS_BIAS ? bias[n] : 0.0f);
+        }}
+        return;
+    }}
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) c[n] = HAS_BIAS ? bias[n] : 0.0f;
+    for (int64_t k = 0; k < K; ++k) {{  // rows of B scaled by a's elements, contiguous along N
+        const float av = a[k];
+        const float* __restrict row = b + k * N;
+#pragma omp simd
+        for (int64_t n = 0; n < N; ++n) c[n] += av * row[n];
+    }}
+}}
+
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     const int64_t nd = out[0].ndim;
     if (n_in == {3 if bias else 2} && n_out == 1 && nd >= 2 && in[0].ndim == nd && in[1].ndim == nd
@@ -315,6 +341,13 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
             const float* a = (const float*)in[0].data;
             const float* b = (const float*)in[1].data;
             float* c = (float*)out[0].data;
+            if (M < KV_FEW_ROWS) {{  // a few rows per matrix (a query against its keys): row by row, no packing
+                {row_pragma}
+                for (int64_t r = 0; r < batch * M; ++r)
+                    kv_gemm_row(a + r * K, b + r / M * K * N, {"(const float*)in[2].data" if bias else "nullptr"},
+                                c + r * N, N, K);
+                return 0;
+            }}
             if (batch == 1)
                 return kv_gemm(a, b, {"(const float*)in[2].data" if bias else "nullptr"}, c, M, N, K);
             int failed = 0;
