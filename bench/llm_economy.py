@@ -79,9 +79,8 @@ def run(synthesizer: str, budget: int, workdir: Path) -> dict:
     records = [json.loads(line) for line in exported.read_text().splitlines()]
     export_tokens = sum(int((r.get("usage") or {}).get("input_tokens", 0))
                         + int((r.get("usage") or {}).get("output_tokens", 0)) for r in records)
-    # what the stand-in charged: prompt characters / 4 in, answer characters / 4 out (its own rule)
-    charged = sum(max(1, sum(len(m["content"]) for m in r.json["messages"]) // 4) for r in server.requests if r.json)
-    charged += sum(max(1, len(text) // 4) for text in answers)
+    # what the stand-in charged (prompt characters / 4 in, each completion's characters / 4 out: its own rule)
+    charged = sum(a["usage"]["total_tokens"] for a in server.answers)
     correct = [n for n in nodes if n.evaluation.status == "ok"]
     speedup = round(float(result.get("speedup") or result.get("best", {}).get("fitness") or 0.0), 4)
     return {

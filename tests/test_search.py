@@ -112,3 +112,33 @@ def test_killed_session_resumes_without_losing_nodes(fast_harness, store_locatio
     after = Store(store).nodes(session.id)
     assert [(n.node_id, n.source_hash) for n in after[: len(before)]] == [(n.node_id, n.source_hash) for n in before]
     assert len(resumed.nodes) == 10 and Store(store).session(session.id).status == "done"
+
+
+def test_a_part_with_no_recipe_lends_the_mixed_search_no_patience():
+    """``LLM+template`` on a problem no recipe covers: the template seeds nothing, so the search's patience for
+    rounds that bring nothing new is the LLM's (each of those rounds is a paid request), not the template's 20."""
+    import random
+
+    from kevolve.errors import NoRecipeError
+    from kevolve.synthesis import base
+    from kevolve.synthesis.base import Candidate, Context, Synthesizer
+    from kevolve.synthesis.mixed import MixedSynthesizer
+
+    class NoRecipe(Synthesizer):
+        name, patience = "template", 20
+
+        def propose(self, context):
+            raise NoRecipeError("no recipe")
+
+    class Writer(Synthesizer):
+        name, patience = "llm", 3
+
+        def propose(self, context):
+            return [Candidate("// kernel", "cpp", synthesizer=self.name)]
+
+    mixed = MixedSynthesizer([NoRecipe(), Writer()], tuners={"template"})
+    assert mixed.patience == 20  # before the template was asked
+    # the stubs read nothing of the context but its operator and count
+    context = Context(problem=None, target=None, facts=None, memory_op=base.SEED, rng=random.Random(0), n=2)
+    assert [c.synthesizer for c in mixed.propose(context)] == ["llm"]
+    assert mixed.patience == 3

@@ -142,6 +142,8 @@ class ProtocolServer:
         self.api_key = api_key
         self.responder = responder
         self.requests: list[Recorded] = []
+        #: every answer sent (200s), in order: what the client was given and charged
+        self.answers: list[dict] = []
         self._steps: deque[Step] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -262,7 +264,32 @@ class ProtocolServer:
         elif isinstance(step, Raw):
             self._send(handler, step.status, step.body.encode(), step.headers, step.content_type)
         else:
-            self._send_json(handler, 200, self._answer(parsed, step, number))
+            answer = self._answer(parsed, step, number)
+            if self.protocol == "openai" and int(parsed.get("n") or 1) > 1:  # more choices: the next steps' texts
+                self._more_choices(answer, parsed, int(parsed["n"]) - 1)
+            with self._lock:
+                self.answers.append(answer)
+            self._send_json(handler, 200, answer)
+
+    def _more_choices(self, answer: dict, request: dict, count: int) -> None:
+        """Append up to ``count`` choices to an OpenAI answer, one script step (a :class:`Text` or string) or
+        responder call each, their tokens added to the usage; a script's next step of another kind stays for the
+        next request (the answer then has fewer choices, as a server may give)."""
+        for _ in range(count):
+            with self._lock:
+                step = self._steps[0] if self._steps else None
+                if isinstance(step, (Text, str)):
+                    self._steps.popleft()
+            step = Text(step) if isinstance(step, str) else step
+            if step is None and self.responder is not None:
+                step = Text(self.responder(request))
+            if not isinstance(step, Text):  # an error or a raw reply is the next request's: fewer choices here
+                return
+            more = self._answer(request, step, 0)
+            answer["choices"].append({**more["choices"][0], "index": len(answer["choices"])})
+            if "usage" in answer and "usage" in more:
+                answer["usage"]["completion_tokens"] += more["usage"]["completion_tokens"]
+                answer["usage"]["total_tokens"] += more["usage"]["completion_tokens"]
 
     def _check_auth(self, headers: dict[str, str]) -> None:
         if self.protocol == "anthropic":

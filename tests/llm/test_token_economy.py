@@ -23,13 +23,16 @@ def test_a_repeated_answer_is_fed_back_and_no_request_is_sent_twice(openai_serve
     bodies = [json.dumps(r.json, sort_keys=True) for r in openai_server.requests if r.json]
     assert len(bodies) == len(set(bodies)), "a byte-identical request was sent"
     users = [r.json["messages"][-1]["content"] for r in openai_server.requests if r.json]
-    assert "This kernel was already evaluated" in users[2]  # the repeat, fed back in the next request
+    # a batch of two asks for two completions of one prompt; its second repeats the first, said in the next request
+    assert openai_server.requests[0].json["n"] == 2 and len(openai_server.answers[0]["choices"]) == 2
+    assert "This kernel was already evaluated" in users[1]
 
-    # every request's tokens are on a stored node, once: the store, `kevolve show` and the export agree
-    charged = 110 * len(bodies)
+    # every token the server charged is on a stored node, once: the store, `kevolve show` and the export agree
+    charged = sum(a["usage"]["total_tokens"] for a in openai_server.answers)
+    assert charged == sum(100 + 10 * len(a["choices"]) for a in openai_server.answers)  # the prompt paid once
     nodes = [n for n in Store(store).nodes(result["session"]) if n.memory_op != "final"]
     assert sum(n.trace["usage"]["input_tokens"] + n.trace["usage"]["output_tokens"] for n in nodes) == charged
-    assert len(nodes) == len(bodies)  # one request, one recorded candidate
+    assert len(nodes) == sum(len(a["choices"]) for a in openai_server.answers)  # one candidate per completion
     assert "duplicate" in nodes[1].evaluation.reason
     out = tmp_path / "t.jsonl"
     assert main(["export", "--format", "trajectories", str(out), "--store", str(store)]) == 0
@@ -38,6 +41,15 @@ def test_a_repeated_answer_is_fed_back_and_no_request_is_sent_twice(openai_serve
     exported = sum(int(r.get("usage", {}).get("input_tokens", 0)) + int(r.get("usage", {}).get("output_tokens", 0))
                    for r in records)
     assert exported == charged, records[0].keys()
+
+
+def test_an_api_without_several_completions_gets_one_request_per_candidate(anthropic_server, capsys, tmp_path):
+    other = "// a second kernel\n" + GOOD
+    anthropic_server.script(*(Text(answer(source)) for source in (GOOD, other, "// third\n" + GOOD)))
+    code, result = optimize(capsys, tmp_path / "s.sqlite", "anthropic:test-model", 2)
+    assert code == 0, result
+    assert all("n" not in r.json for r in anthropic_server.requests if r.json)
+    assert len(anthropic_server.requests) == 2  # a batch of two: two requests of one completion each
 
 
 def test_a_float32_elementwise_problem_gets_no_bfloat16_or_integer_pages(openai_server, capsys, tmp_path):

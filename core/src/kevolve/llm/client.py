@@ -61,6 +61,8 @@ class ChatRequest:
     user: str
     max_tokens: int = 8_192
     temperature: float = 0.7
+    #: completions wanted, sampled independently for one prompt (at most the client's ``choices_per_request``)
+    n: int = 1
 
 
 @dataclass
@@ -73,6 +75,9 @@ class Completion:
     #: HTTP requests it took, the SDK's retries included
     attempts: int = 1
     extra: dict[str, object] = field(default_factory=dict)
+    #: (text, stop reason) of the request's other completions, when it asked for several; the token counts
+    #: above cover all of them
+    more: list[tuple[str, str]] = field(default_factory=list)
 
 
 class LLMError(KevolveError):
@@ -93,6 +98,8 @@ class ChatClient(ABC):
     with :class:`LLMConfigError` when a key or endpoint is missing, before any search starts."""
 
     provider: str = ""
+    #: completions one request can return (OpenAI's ``n``): a batch of candidates pays for its prompt once
+    choices_per_request: int = 1
 
     def __init__(self, model: str, settings: LLMSettings) -> None:
         self.model = model
@@ -100,7 +107,8 @@ class ChatClient(ABC):
 
     @abstractmethod
     def complete(self, request: ChatRequest) -> Completion:
-        """Send one request; raise :class:`LLMError` or :class:`LLMConfigError` on failure."""
+        """Send one request (for ``request.n`` completions where ``choices_per_request`` allows, the first in
+        ``text``, the others in ``more``); raise :class:`LLMError` or :class:`LLMConfigError` on failure."""
 
 
 # --- helpers for providers built on the official SDKs (both generated alike, with the same retry rules) ------

@@ -60,11 +60,9 @@ class LLMSynthesizer(Synthesizer):
             raise self._fatal
         language = context.parent.language if context.parent is not None else context.target.languages[0]
         candidates: list[Candidate] = []
-        for _ in range(context.n):
-            if self.stop_reason():
-                break
+        while len(candidates) < context.n and not self.stop_reason():
             try:
-                candidates.append(self._one(context, language))
+                candidates += self._request(context, language, context.n - len(candidates))
             except LLMConfigError as exc:
                 if not candidates:
                     raise
@@ -72,31 +70,48 @@ class LLMSynthesizer(Synthesizer):
                 break
         return candidates
 
-    def _one(self, context: Context, language: str) -> Candidate:
+    def _request(self, context: Context, language: str, wanted: int) -> list[Candidate]:
+        """One request for up to ``wanted`` completions (as many as the client returns for one prompt), each a
+        candidate; the request's token counts go with the first, the others' traces share its prompt."""
         self._learn(context)
         prompt = build_prompt(context, language, self.settings.context_chars)
         user = self._unsent(prompt.system, prompt.user + self._repeat_note)
         self._repeat_note = ""
         trace: dict[str, object] = {"provider": self.client.provider, "model": self.client.model,
                                     "memory_op": context.memory_op, "prompt": {**prompt.to_dict(), "user": user}}
-        failed = lambda error, source="": Candidate(source, language, synthesizer=self.name, error=error,
-                                                     note=f"{context.memory_op} by {self.client.model}", trace=trace)
+        n = max(1, min(wanted, self.client.choices_per_request))
         try:
             completion = self.client.complete(ChatRequest(prompt.system, user, self.settings.max_tokens,
-                                                          self.settings.temperature))
+                                                          self.settings.temperature, n))
         except LLMError as exc:
             trace["usage"] = {"input_tokens": 0, "output_tokens": 0, "attempts": exc.attempts}
-            return failed(f"the {self.client.provider} request failed after {exc.attempts} attempt(s): {exc}")
-        usage = {"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-                 "attempts": completion.attempts}
-        trace.update(response=completion.text, usage=usage, stop_reason=completion.stop_reason)
+            return [self._failed(context, language, trace,
+                                 f"the {self.client.provider} request failed after {exc.attempts} attempt(s): {exc}")]
         self.tokens_used += completion.input_tokens + completion.output_tokens
+        answers = [(completion.text, completion.stop_reason), *completion.more][:n]
+        candidates = []
+        for i, (text, stop_reason) in enumerate(answers):
+            usage = ({"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
+                      "attempts": completion.attempts} if i == 0 else
+                     {"input_tokens": 0, "output_tokens": 0, "attempts": 0})
+            own = {**trace, "response": text, "usage": usage, "stop_reason": stop_reason, "choice": i}
+            candidates.append(self._answer(context, language, own, text, stop_reason))
+        return candidates
+
+    def _failed(self, context: Context, language: str, trace: dict, error: str, source: str = "") -> Candidate:
+        return Candidate(source, language, synthesizer=self.name, error=error,
+                         note=f"{context.memory_op} by {self.client.model}", trace=trace)
+
+    def _answer(self, context: Context, language: str, trace: dict, text: str, stop_reason: str) -> Candidate:
+        """One completion as a candidate: its kernel, or a failed node saying why it has none (malformed, cut
+        off, a repeat of a kernel already evaluated)."""
+        failed = lambda error, source="": self._failed(context, language, trace, error, source)
         try:
-            source, prose = extract_kernel(completion.text, language, context.form(language))
+            source, prose = extract_kernel(text, language, context.form(language))
         except MalformedAnswer as exc:
             cut = " (the answer was cut off at the token limit: write a shorter kernel)" \
-                if completion.stop_reason in CUT_OFF else ""
-            return failed(f"malformed answer: {exc}{cut}", completion.text)
+                if stop_reason in CUT_OFF else ""
+            return failed(f"malformed answer: {exc}{cut}", text)
         known = self._known.get(source_hash(source))
         if known is not None:
             self._repeat_note = (f"\n\n## Your last answer repeated a kernel already evaluated\nThis kernel was "

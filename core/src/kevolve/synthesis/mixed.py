@@ -21,7 +21,15 @@ class MixedSynthesizer(Synthesizer):
         #: names of the parts that tune parameters rather than write code
         self.tuners = tuners
         self.name = "+".join(p.name for p in parts)
-        self.patience = max(p.patience for p in parts)
+        #: parts that found no recipe for the problem: they propose nothing, so their patience is not the search's
+        self._without_recipe: set[str] = set()
+
+    @property
+    def patience(self) -> int:  # type: ignore[override]
+        """The most patient part that can propose: with no recipe for the problem, the template's 20 empty
+        rounds would all fall on (and be paid by) the LLM."""
+        able = [p for p in self.parts if p.name not in self._without_recipe] or self.parts
+        return max(p.patience for p in able)
 
     def stop_reason(self) -> str:
         reasons = [p.stop_reason() for p in self.parts]
@@ -42,6 +50,7 @@ class MixedSynthesizer(Synthesizer):
                 except NoRecipeError:  # a problem no recipe covers: the code-writing parts seed it alone
                     if len(active) == 1:
                         raise
+                    self._without_recipe.add(part.name)
             return out
         tunable = context.parent is not None and bool(context.parent.recipe) and context.memory_op in TUNING_OPS
         preferred = [p for p in active if (p.name in self.tuners) == tunable] or active

@@ -36,6 +36,8 @@ def with_version(base_url: str) -> str:
 
 class OpenAIClient(ChatClient):
     provider = "openai"
+    #: chat completions return ``n`` choices for one prompt (the prompt's tokens paid once)
+    choices_per_request = 8
 
     def __init__(self, model: str, settings: LLMSettings) -> None:
         super().__init__(model, settings)
@@ -68,9 +70,10 @@ class OpenAIClient(ChatClient):
         messages.append({"role": "user", "content": request.user})
         fallback = self.settings.max_retries + 1
         try:
+            several = {"n": request.n} if request.n > 1 else {}  # some compatible servers know no n
             raw = self._client.chat.completions.with_raw_response.create(
                 model=self.model, messages=messages, max_tokens=request.max_tokens,
-                temperature=request.temperature)
+                temperature=request.temperature, **several)
             completion = raw.parse()
         except openai.AuthenticationError as exc:
             where = ("the server wants a key: set OPENAI_API_KEY" if self.keyless
@@ -105,4 +108,6 @@ class OpenAIClient(ChatClient):
             stop_reason=str(getattr(choice, "finish_reason", "") or ""),
             attempts=int(getattr(raw, "retries_taken", 0) or 0) + 1,
             extra={"id": getattr(completion, "id", "") or ""},
+            more=[(str(getattr(getattr(c, "message", None), "content", None) or ""),
+                   str(getattr(c, "finish_reason", "") or "")) for c in choices[1:]],
         )
