@@ -203,7 +203,8 @@ class CppAtenScatter(_IndexRecipe):
             source = _pointer("src", 2, xt)
             geometry = "const kv_tensor* S = &in[2];"
         mean = reduce == "mean"
-        once = k.attrs.get("rounding", "once") == "once"
+        # integers are exact either way: no copy of the output to accumulate in
+        once = k.attrs.get("rounding", "once") == "once" and xt.startswith(("float", "bfloat"))
         # where the running value lives: a compute-type copy of the output (rounded once at the end), or the
         # output itself (rounded every step)
         read, write = ("acc[at]", "acc[at] = {};") if once else (load(xt, "o[at]"), f"o[at] = {store(xt, '{}')};")
@@ -436,7 +437,7 @@ class CppAtenEmbeddingBag(_IndexRecipe):
     if (bags < 0 || kv_numel(&out[0]) != bags * D) return 2;
     {_ctype(wt)}* __restrict o = ({_ctype(wt)}*)out[0].data;
     int bad = 0;
-    const int64_t KV_AHEAD = 8;
+    const int64_t KV_AHEAD = 16;
     {_parallel(params, "reduction(|:bad)")}
     for (int64_t b = 0; b < bags; ++b) {{
         static thread_local std::vector<ct_t> acc;  // one per thread, not an allocation per bag
