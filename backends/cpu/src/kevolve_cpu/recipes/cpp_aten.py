@@ -90,7 +90,6 @@ class CppAtenPointwise(Recipe):
                 f"        s{i}[d] = in[{i}].shape[d] == 1 ? 0 : in[{i}].strides[d];\n"
                 f"    }}" for i in range(len(sources)))
             offsets = " ".join(f"o{i} += c * s{i}[d];" for i in range(len(sources)))
-            loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i}]')};" for i, (name, d) in enumerate(k.inputs))
             row_loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i} + j * s{i}[last]]')};"
                                  for i, (name, d) in enumerate(k.inputs))
             dense = " && ".join(f"kv_dense_like(&in[{i}], &out[0])" for i in range(len(sources)))
@@ -109,34 +108,24 @@ class CppAtenPointwise(Recipe):
 {flat_loop}
         return 0;
     }}
+    // spans of the output's rows (its last dimension): one coordinate walk a span, not one an element; long
+    // rows are cut into spans so that a few of them still spread over the threads
     const int64_t last = nd > 0 ? nd - 1 : 0, inner = nd > 0 ? out[0].shape[last] : 1;
-    const int64_t outer = inner > 0 ? n / inner : 0;
-    if (outer >= 64) {{  // rows of the output's last dimension: one coordinate walk a row, not one an element
-        {pragma}
-        for (int64_t r = 0; r < outer; ++r) {{
-            int64_t rest = r, {", ".join(f"o{i} = 0" for i in range(len(sources)))};
-            for (int64_t d = nd - 2; d >= 0; --d) {{
-                const int64_t c = rest % out[0].shape[d];
-                rest /= out[0].shape[d];
-                {offsets}
-            }}
-            for (int64_t j = 0; j < inner; ++j) {{
-                {row_loads}
-                o[r * inner + j] = {store(k.out_dtype, value)};
-            }}
-        }}
-        return 0;
-    }}
+    const int64_t outer = inner > 0 ? n / inner : 0, span = inner < 4096 ? inner : 4096;
+    const int64_t spans = inner > 0 ? (inner + span - 1) / span : 0;
     {pragma}
-    for (int64_t i = 0; i < n; ++i) {{
-        int64_t rest = i, {", ".join(f"o{i} = 0" for i in range(len(sources)))};
-        for (int64_t d = nd - 1; d >= 0; --d) {{
+    for (int64_t t = 0; t < outer * spans; ++t) {{
+        const int64_t r = t / spans, j0 = t % spans * span, j1 = j0 + span < inner ? j0 + span : inner;
+        int64_t rest = r, {", ".join(f"o{i} = 0" for i in range(len(sources)))};
+        for (int64_t d = nd - 2; d >= 0; --d) {{
             const int64_t c = rest % out[0].shape[d];
             rest /= out[0].shape[d];
             {offsets}
         }}
-        {loads}
-        o[i] = {store(k.out_dtype, value)};
+        for (int64_t j = j0; j < j1; ++j) {{
+            {row_loads}
+            o[r * inner + j] = {store(k.out_dtype, value)};
+        }}
     }}"""
         else:  # halves along k.dim
             checks += [f"    if (in[0].ndim <= {k.dim} || out[0].ndim != in[0].ndim) return 2;",
