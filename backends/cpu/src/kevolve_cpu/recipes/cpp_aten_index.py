@@ -158,24 +158,27 @@ class CppAtenGather(_IndexRecipe):
 {_pointer("x", 0, xt)}
 {_pointer("idx", 1, it)}
     {_ctype(xt)}* __restrict o = ({_ctype(xt)}*)out[0].data;
+    // spans of the output's last dimension (up to 4096 elements): one coordinate walk a span, not one an element
+    const int64_t last = nd - 1, inner = shape[last], outer = inner > 0 ? n / inner : 0;
+    const int64_t span = inner < 4096 ? inner : 4096, spans = inner > 0 ? (inner + span - 1) / span : 0;
     int bad = 0;
     {_parallel(params, "reduction(|:bad)")}
-    for (int64_t i = 0; i < n; ++i) {{
-        int64_t rest = i, ox = 0, oi = 0;
-        for (int64_t d = nd - 1; d >= 0; --d) {{
+    for (int64_t t = 0; t < outer * spans; ++t) {{
+        const int64_t r = t / spans, j0 = t % spans * span, j1 = j0 + span < inner ? j0 + span : inner;
+        int64_t rest = r, ox = 0, oi = 0;
+        for (int64_t d = nd - 2; d >= 0; --d) {{
             const int64_t c = rest % shape[d];
             rest /= shape[d];
             ox += c * xs[d];
             oi += c * is[d];
         }}
-        int64_t v = (int64_t)idx[oi];
-        if (v < 0 && wrap) v += size;
-        if (v < 0 || v >= size) {{
-            bad = 1;
-            o[i] = {store(xt, "0")};
-            continue;
+        for (int64_t j = j0; j < j1; ++j) {{
+            int64_t v = (int64_t)idx[oi + j * is[last]];
+            if (v < 0 && wrap) v += size;
+            const bool ok = v >= 0 && v < size;
+            bad |= !ok;
+            o[r * inner + j] = ok ? {store(xt, load(xt, "x[ox + j * xs[last] + v * step]"))} : {store(xt, "0")};
         }}
-        o[i] = {store(xt, load(xt, "x[ox + v * step]"))};
     }}
     return bad ? 2 : 0;"""
 

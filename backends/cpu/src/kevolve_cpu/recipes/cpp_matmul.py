@@ -306,10 +306,13 @@ static int kv_gemm(const st_t* __restrict A, const st_t* __restrict B, const st_
         // packed panels span all of K (packed once per tile, reused by the next tiles that share them) unless
         // that would take more than KV_PACK_FLOATS per thread; then they are packed one K block at a time
         const int64_t k_alloc = whole_k ? std::max<int64_t>(K, 1) : TK;
-        float* abuf = PACK_A ? kv_alloc(k_alloc * kv_round_up(TM, MR)) : nullptr;
-        float* bbuf = PACK_B ? kv_alloc(k_alloc * kv_round_up(TN, NR)) : nullptr;
+        // buffers as large as the tiles this product has (a small matrix in a batch of thousands: a few KB from
+        // the heap, not a cache tile's worth mapped and unmapped per call)
+        const int64_t tm = std::min(TM, M), tn = std::min(TN, N);
+        float* abuf = PACK_A ? kv_alloc(k_alloc * kv_round_up(tm, MR)) : nullptr;
+        float* bbuf = PACK_B ? kv_alloc(k_alloc * kv_round_up(tn, NR)) : nullptr;
         float* ebuf = PACK_B ? nullptr : kv_alloc(TK * NR);
-        float* cbuf = (!C_FLOAT && k_blocks > 1) ? kv_alloc(TM * TN) : nullptr;
+        float* cbuf = (!C_FLOAT && k_blocks > 1) ? kv_alloc(tm * TN) : nullptr;
         const bool ok = (!PACK_A || abuf) && (!PACK_B || bbuf) && (PACK_B || ebuf)
                         && (C_FLOAT || k_blocks == 1 || cbuf);
         if (!ok) {{
