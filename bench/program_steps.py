@@ -12,6 +12,7 @@ over the rounds [p10..p90], the kernel's and the module's. The kernel's outputs 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -53,8 +54,6 @@ def region_inputs(model: torch.nn.Module, inputs: list[torch.Tensor], path: str)
 
 
 def measure(model: torch.nn.Module, inputs: list[torch.Tensor], path: str, rounds: int) -> list[tuple[str, list[float]]]:
-    import os
-
     from kevolve_cpu.cpp_loader import CppKernel
     from kevolve_cpu.toolchain import CppToolchain
 

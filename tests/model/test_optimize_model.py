@@ -165,7 +165,7 @@ def test_swaps_that_slow_the_whole_forward_are_put_back_least_gain_first(monkeyp
         return [Timing.of([eager]), Timing.of([kevolve])]
 
     monkeypatch.setattr(optimize, "time_interleaved", stub)
-    kept = optimize._paying(model, swaps, optimize._swapped(model, swaps), [torch.randn(2, 256)], report,
+    kept = optimize._paying(model, swaps, optimize._swapped(model, swaps), [torch.randn(2, 256)], report, None,
                             lambda: None)
     rows = {r.path: r for r in report.regions}
     assert rows["head"].status == "put back" and "12.000 ms against 10.000 ms" in rows["head"].reason

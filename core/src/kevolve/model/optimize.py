@@ -168,7 +168,7 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
         swap = KernelRegion(op, row.returns, entry.module, entry.inputs)
         before, after = time_interleaved({"module": lambda: entry.module(*entry.inputs),
                                           "kernel": lambda: swap(*entry.inputs)}, runner.synchronize)
-        row.before, row.after, row.op = before, after, str(op)
+        row.before, row.after, row.op, row.searched = before, after, str(op), result.speedup
         if after.median >= before.median:
             row.status, row.reason = "kept", "its kernel's op is not faster than the module here"
             continue
@@ -176,9 +176,8 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
     say({"kind": "check"})
     optimized = _checked(model, swaps, inputs, fresh_inputs, report)
     say({"kind": "time"})
-    optimized = _paying(model, swaps, optimized, inputs, report, runner.synchronize)
-    report.end_to_end = _end_to_end(model, optimized if report.swapped() else None, inputs, compare_compile,
-                                    runner.synchronize)
+    compiled = torch.compile(model) if compare_compile else None
+    optimized = _paying(model, swaps, optimized, inputs, report, compiled, runner.synchronize)
     return OptimizedModel(optimized, report, results)
 
 
@@ -280,37 +279,37 @@ def _flat(out: Any) -> list[torch.Tensor]:
 
 
 def _paying(model: torch.nn.Module, swaps: dict[str, KernelRegion], optimized: torch.nn.Module,
-            inputs: list[torch.Tensor], report: ModelReport, sync: Callable[[], None]) -> torch.nn.Module:
-    """The model keeping only swaps under which its whole forward is faster than the original's. A region faster
-    alone can still slow the forward (the caches it leaves to the modules after it, a module that was cheaper
-    beside its neighbours): while the forward with the swaps is not faster, the swap that gained least alone is
-    put back, with both forwards' times as the reason."""
+            inputs: list[torch.Tensor], report: ModelReport, compiled: torch.nn.Module | None,
+            sync: Callable[[], None]) -> torch.nn.Module:
+    """The model keeping only swaps under which its whole forward is faster than the original's, and the report's
+    end-to-end times of the model returned. A region faster alone can still slow the forward (the caches it
+    leaves to the modules after it, a module that was cheaper beside its neighbours): while the forward with the
+    swaps is not faster, the swap that gained least alone is put back, with both forwards' times as the reason,
+    and the forwards are timed again. The times reported are the ones the decision was made on."""
     rows = {r.path: r for r in report.regions}
-    while swaps:
-        eager, kevolve = time_interleaved({"eager": lambda: model(*inputs), "kevolve": lambda: optimized(*inputs)},
-                                          sync)
-        if kevolve.median < eager.median:
-            break
+    while True:
+        report.end_to_end = _end_to_end(model, optimized if swaps else None, inputs, compiled, sync)
+        eager, kevolve = report.end_to_end["eager"], report.end_to_end.get("kevolve")
+        if kevolve is None or kevolve.median < eager.median:
+            return optimized
         path = max(swaps, key=lambda p: rows[p].after.median / rows[p].before.median)
         rows[path].status = "put back"
         rows[path].reason = (f"the forward was slower with it swapped in: {kevolve.median * 1e3:.3f} ms against "
                              f"{eager.median * 1e3:.3f} ms without kevolve's kernels")
         del swaps[path]
         optimized = _swapped(model, swaps)
-    return optimized
 
 
 def _end_to_end(model: torch.nn.Module, optimized: torch.nn.Module | None, inputs: list[torch.Tensor],
-                compare_compile: bool, sync: Callable[[], None]) -> dict[str, Any]:
-    """Seconds per forward: eager, and torch.compile where asked; kevolve's model (alone and compiled) where
-    anything was swapped."""
+                compiled: torch.nn.Module | None, sync: Callable[[], None]) -> dict[str, Any]:
+    """Seconds per forward: eager, and ``compiled`` (torch.compile of the model) where given; kevolve's model
+    (alone, and compiled where ``compiled`` is given) where anything is swapped."""
     contenders: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs)}
-    if compare_compile:
-        compiled = torch.compile(model)
+    if compiled is not None:
         contenders["torch.compile"] = lambda: compiled(*inputs)
     if optimized is not None:
         contenders["kevolve"] = lambda: optimized(*inputs)
-        if compare_compile:
+        if compiled is not None:
             both = torch.compile(optimized)
             contenders["kevolve in torch.compile"] = lambda: both(*inputs)
     timings = time_interleaved(contenders, sync)

@@ -30,6 +30,9 @@ class RegionResult:
     op: str = ""
     before: Timing | None = None
     after: Timing | None = None
+    #: the kernel's speedup over eager as the search's harness measured it (its own worker, fresh inputs each
+    #: round), beside ``before``/``after``: the op's calls in the caller's process on the region's own inputs
+    searched: float = 0.0
 
     @property
     def swapped(self) -> bool:
@@ -39,7 +42,8 @@ class RegionResult:
         head = f"{self.path or 'the whole model'} ({self.share:.0%} of the forward): {self.status}"
         if self.before is not None and self.after is not None:
             head += (f", {self.before.median * 1e6:.1f} -> {self.after.median * 1e6:.1f} us "
-                     f"({self.before.median / self.after.median:.2f}x)")
+                     f"({self.before.median / self.after.median:.2f}x"
+                     + (f"; the harness measured {self.searched:.2f}x" if self.searched else "") + ")")
         if self.session:
             head += f", session {self.session[:12]}"
         return head + (f": {self.reason}" if self.reason else "")
