@@ -22,7 +22,7 @@ import kevolve
 import torch
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.plugins import get_manager
-from report import fmt_speedup, fmt_time, search_and_time
+from report import fmt_speedup, fmt_time, malloc_setting, search_and_time, with_caching_malloc
 
 
 def machine() -> dict:
@@ -45,7 +45,7 @@ def table(rows: list[dict], info: dict, budget: int, command: str) -> str:
         "# kevolve on the CPU target: best kernel found vs PyTorch eager and torch.compile", "",
         f"Machine: {info['cpu']}, {info['cores']} cores (measured: DRAM copy {info['dram_copy_gbps']} GB/s, "
         f"FMA peak {info['peak_fp32_gflops']} GFLOP/s fp32). Python {info['python']}, torch {info['torch']}, "
-        f"numba {info['numba']}, {info['g++']}. Date: {info['date']}.", "",
+        f"numba {info['numba']}, {info['g++']}, malloc: {malloc_setting()}. Date: {info['date']}.", "",
         f"Command: `{command}`. Search budget {budget} candidates per op (seed 0); "
         "then the best kernel is re-timed with eager and torch.compile (default mode) interleaved in one worker "
         "process. Times in ms per call: median [p10..p90]; speedups: median of per-sample ratios [p10..p90]. "
@@ -69,6 +69,7 @@ def table(rows: list[dict], info: dict, budget: int, command: str) -> str:
 
 
 def main() -> int:
+    with_caching_malloc()  # as the committed table was made: see report.CACHING_MALLOC
     parser = argparse.ArgumentParser()
     parser.add_argument("--ops", nargs="*", default=get_manager().ops.names())
     parser.add_argument("--budget", type=int, default=16)

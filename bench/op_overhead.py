@@ -18,7 +18,7 @@ output allocation and any read that sizes an output; ``in graph``: the same call
 (GPU targets; "-" where capture fails, e.g. a size read back to the host), and how many Triton launches a call of
 the op makes from Python (0 once its launches are replayed from C). ``harness`` is the kernel's time and
 speedup over eager as ``kevolve evaluate`` reports them (on GPUs: device time, each call on a cold L2). The script
-runs under the harness workers' malloc settings (``kevolve.harness.isolation.MALLOC_ENV``), as the harness times.
+runs under a caching malloc setting (``report.CACHING_MALLOC``), which the harness's workers inherit.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.plugins import get_manager
 from kevolve.problems.catalog import parse_dims
 from kevolve.synthesis.base import Candidate
+from report import malloc_setting, with_caching_malloc
 
 CONTENDERS = ("raw", "op", "eager", "compile")
 
@@ -234,18 +234,15 @@ def machine(target: str) -> dict:
         info.update(gpu=torch.cuda.get_device_name(0), triton=triton.__version__, cuda=torch.version.cuda)
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    info.update(cpu=cpu, cores=len(__import__("os").sched_getaffinity(0)),
+    info.update(cpu=cpu, cores=len(__import__("os").sched_getaffinity(0)), malloc=malloc_setting(),
                 date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     return info
 
 
 def main() -> int:
-    from kevolve.harness.isolation import MALLOC_ENV
-
-    if any(os.environ.get(k) != v for k, v in MALLOC_ENV.items()):
-        # the harness's workers keep freed blocks (no page faults on each call's fresh outputs); so do we, or an op
-        # that allocates its outputs and the raw launcher that writes into allocated ones measure different things
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **MALLOC_ENV})
+    # freed blocks kept (no page faults on each call's fresh outputs), or an op that allocates its outputs and the
+    # raw launcher that writes into allocated ones measure different things; the workers inherit the setting
+    with_caching_malloc()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--ops", default="", help="comma-separated catalog ops (default: all)")

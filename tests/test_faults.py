@@ -434,3 +434,14 @@ def test_a_final_retiming_far_from_the_search_time_is_flagged(fake_plugin, fast_
     slow = result.best.evaluation.timings["kernel"]
     result.final.evaluation.timings["kernel"] = Timing(slow.median / 4.4, slow.p10 / 4.4, slow.p90 / 4.4, 5)
     assert "unreliable" in result.summary()
+
+
+def test_workers_time_with_the_callers_allocator_settings_and_no_others(monkeypatch):
+    from kevolve.harness.isolation import worker_environment
+
+    for name in [k for k in os.environ if k.startswith("MALLOC_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    env = worker_environment({"TRITON_INTERPRET": "1"})
+    assert {k: v for k, v in env.items() if k.startswith("MALLOC_")} == {"MALLOC_ARENA_MAX": "2"}
+    assert env["TRITON_INTERPRET"] == "1" and env["PATH"] == os.environ["PATH"]

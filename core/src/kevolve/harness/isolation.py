@@ -20,17 +20,21 @@ from typing import Any
 from kevolve.harness import evaluation as ev
 from kevolve.harness.protocol import receive, send
 
-#: glibc malloc keeps freed blocks (up to 32 MiB each) instead of returning them to the OS, the way the
-#: caching allocators PyTorch recommends for CPU inference (jemalloc, tcmalloc) do. Without it every output
-#: buffer is fresh memory and page faults, not the kernel or the baseline, dominate the timings of both.
-#: The user's environment wins where it sets these itself.
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(2**36),
-              "MALLOC_TOP_PAD_": str(512 * 2**20)}
+
+def worker_environment(extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The caller's own environment, with its import path and what the backend asks for (``extra_env``).
+
+    Nothing else is added: the allocator a worker times with is the caller's (glibc's defaults, or the
+    ``MALLOC_*`` settings and a preloaded jemalloc/tcmalloc of the shell that runs kevolve), so the harness's
+    speedups are what a call in the caller's process gets. Workers once kept freed blocks on their own; on the ads
+    model's regions that made eager 2-3x faster in the harness than in the caller's process and reversed which
+    side won (bench/notes/harness_vs_caller.md)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(extra_env or {})}
 
 
 class Zygote:
     def __init__(self, extra_env: dict[str, str] | None = None) -> None:
-        env = {**MALLOC_ENV, **os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(extra_env or {})}
+        env = worker_environment(extra_env)
         # a session of its own: a terminal's Ctrl-C reaches this process alone, which stops its workers itself
         self.proc = subprocess.Popen([sys.executable, "-m", "kevolve.harness.zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, start_new_session=True)

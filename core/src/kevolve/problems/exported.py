@@ -18,7 +18,7 @@ from kevolve.problems.problem import Dims
 
 
 class ExportedProblem(ModuleProblem):
-    def __init__(self, path: str, examples_path: str, name: str) -> None:
+    def __init__(self, path: str, examples_path: str, name: str, device: str = "cpu") -> None:
         try:
             program = torch.export.load(path)
             examples = torch.load(examples_path)
@@ -26,6 +26,7 @@ class ExportedProblem(ModuleProblem):
             raise ProblemError(f"the exported region {name!r} cannot be loaded from {path} ({exc}); optimize the "
                                "model again to export it afresh") from None
         self.path, self.examples_path, self.name, self.examples = path, examples_path, name, examples
+        self.device = device
         self._adopt(program.module(), examples)
 
     @classmethod
@@ -36,6 +37,7 @@ class ExportedProblem(ModuleProblem):
 
         with torch.no_grad():  # on the module's device; the examples are kept on the host
             program = export(module, [t.detach() for t in examples], name)
+        device = str(examples[0].device) if examples else "cpu"
         examples = [t.detach().cpu() for t in examples]
         digest = hashlib.sha256(program.graph_module.code.encode())
         for key, value in sorted(program.state_dict.items()):
@@ -47,7 +49,7 @@ class ExportedProblem(ModuleProblem):
         path, examples_path = f"{stem}.pt2", f"{stem}.inputs.pt"
         torch.export.save(program, path)
         torch.save(examples, examples_path)
-        return cls(path, examples_path, name)
+        return cls(path, examples_path, name, device)
 
     def make_inputs(self, dims: Dims, gen: torch.Generator) -> list[torch.Tensor]:
         return draw_like(self.examples, gen) + [w.clone() for w in self._weights]
@@ -56,8 +58,9 @@ class ExportedProblem(ModuleProblem):
         return self.model.code if hasattr(self.model, "code") else ""
 
     def to_spec(self) -> dict[str, Any]:
-        return {"kind": "exported", "path": self.path, "examples": self.examples_path, "name": self.name}
+        return {"kind": "exported", "path": self.path, "examples": self.examples_path, "name": self.name,
+                "device": self.device}
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> ExportedProblem:
-        return cls(spec["path"], spec["examples"], spec["name"])
+        return cls(spec["path"], spec["examples"], spec["name"], spec.get("device", "cpu"))

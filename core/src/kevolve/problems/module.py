@@ -46,6 +46,9 @@ class ModuleProblem(Problem):
     family = "custom"
     model: torch.nn.Module
     n_inputs: int
+    #: where the module's own tensors live and its factory calls put theirs (an exported graph keeps the device
+    #: it was traced on): output shapes are traced on stand-ins there, whatever device the inputs come on
+    device: str = "cpu"
 
     def _adopt(self, model: torch.nn.Module, example: list[torch.Tensor]) -> None:
         self.model, self.n_inputs = model, len(example)
@@ -66,14 +69,16 @@ class ModuleProblem(Problem):
 
     def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Traced on meta tensors, weights included, without touching the real module; a forward that makes
-        tensors of its own (``torch.arange(n)``, on the CPU) is traced on fake CPU tensors instead."""
+        tensors of its own (``torch.arange(n)``) is traced on fake tensors on the module's device instead (a
+        build compiling for a GPU draws its inputs on the host)."""
         try:
             return self._traced(inputs, lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta"))
-        except RuntimeError:
+        except (RuntimeError, AssertionError):  # AssertionError: a GPU device in a torch built without one
             from torch._subclasses.fake_tensor import FakeTensorMode
 
-            with FakeTensorMode() as mode:
-                return self._traced(inputs, mode.from_tensor)
+            with FakeTensorMode():
+                return self._traced(inputs, lambda t: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype,
+                                                                          device=self.device))
 
     def _traced(self, inputs: list[torch.Tensor], stand_in: Any) -> list[tuple[tuple[int, ...], torch.dtype]]:
         state = {name: stand_in(t) for name, t in itertools.chain(self.model.named_parameters(),
