@@ -3,6 +3,8 @@ architecture, checked through the Triton interpreter, ranked by the static cost 
 
     python bench/amd_static.py [--targets amd_mi300 amd_mi350] [--budget 1] [--out bench/results]
 
+Writes ``<out>/any/amd_static.md`` and ``.json`` (several targets in one table; see ``layout.py``).
+
 Shapes are reduced (the interpreter runs every program of every checked shape on the CPU); the resource
 counts describe the kernel compiled at that shape. Nothing here is a timing: the "modeled" columns are the
 static cost model's ranking aid, as every result says.
@@ -25,6 +27,7 @@ import triton
 import kevolve
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.plugins import get_manager
+from layout import RESULTS, result_path
 
 ROWS = {"rows": 64, "cols": 1024}
 SHAPES = {
@@ -47,7 +50,7 @@ def main() -> int:
     parser.add_argument("--targets", nargs="*", default=["amd_mi300", "amd_mi350"])
     parser.add_argument("--ops", nargs="*", default=get_manager().ops.names())
     parser.add_argument("--budget", type=int, default=1)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,9 +71,8 @@ def main() -> int:
                 print(target, op, result.correct, f"{rows[-1]['seconds']:.0f}s", flush=True)
     info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "amd_static.json").write_text(json.dumps({"info": info, "rows": rows}, indent=1, default=str))
+    result_path(args.out, "amd_static", ".json").write_text(json.dumps({"info": info, "rows": rows}, indent=1,
+                                                                       default=str))
     lines = ["# AMD targets on a machine without AMD GPUs: compile + interpreter correctness + static ranking", "",
              f"Python {info['python']}, torch {info['torch']}, triton {info['triton']}, {info['date']}. Command: "
              f"`{' '.join(['python', 'bench/amd_static.py', *sys.argv[1:]])}`. Every kernel below was compiled for the target's "
@@ -89,7 +91,7 @@ def main() -> int:
                      f"{r['diagnosis'].split(';')[0]} |")
     correct = sum(r["correct"] for r in rows)
     lines += ["", f"{correct} of {len(rows)} (target, op) pairs correct."]
-    (out / "amd_static.md").write_text("\n".join(lines) + "\n")
+    result_path(args.out, "amd_static", ".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if correct == len(rows) else 1
 

@@ -8,7 +8,7 @@ conformance --target T --store PATH`` first); a fresh virtualenv with torch and 
 modules import, BackendBench installed from its public source at the pinned commit (``git archive`` of a local
 clone or mirror, so the machine needs no access to GitHub); then, in that virtualenv, BackendBench's
 ``DirectoryBackend`` on the export and its ``OpInfoTestSuite`` on the CPU in float32, every correctness test of
-every overload the export holds (``eval_correctness``). Writes ``<out>/backendbench_<target>.md`` and ``.json``.
+every overload the export holds (``eval_correctness``). Writes ``<out>/<target>/backendbench.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from layout import RESULTS, result_path
 
 #: BackendBench at this commit (github.com/meta-pytorch/BackendBench, 2026-11)
 PINNED = "66e0dbc"
@@ -66,7 +68,7 @@ def main() -> int:
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--store", default=None, help="the store whose conformance results are exported")
     parser.add_argument("--work", default=None, help="where the export and the virtualenv go (default: a temp dir)")
-    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="backendbench-"))
     export, venv, source = work / "export", work / "venv", work / "BackendBench"
@@ -109,11 +111,9 @@ def main() -> int:
     if untested:
         lines += ["", f"Loaded but given no OpInfo test by the suite ({len(untested)}): "
                   + ", ".join(f"`{o}`" for o in untested)]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"backendbench_{args.target}.md").write_text("\n".join(lines) + "\n")
-    (out / f"backendbench_{args.target}.json").write_text(json.dumps({"info": info, "exported": exported, **data},
-                                                                     indent=1) + "\n")
+    result_path(args.out, "backendbench", ".md", args.target).write_text("\n".join(lines) + "\n")
+    result_path(args.out, "backendbench", ".json", args.target).write_text(
+        json.dumps({"info": info, "exported": exported, **data}, indent=1) + "\n")
     print("\n".join(lines[:8]))
     return 0
 

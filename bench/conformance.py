@@ -1,4 +1,4 @@
-"""ATen conformance of a target, written as a committed table: ``bench/results/conformance_<target>.md`` + ``.json``.
+"""ATen conformance of a target, written as a committed table: ``bench/results/<target>/conformance.md`` + ``.json``.
 
     python bench/conformance.py --target cpu                      # the issue's 160 operators
     python bench/conformance.py --target cpu --ops unary,activation
@@ -18,6 +18,8 @@ import os
 import platform
 import sys
 from pathlib import Path
+
+from layout import result_path
 
 ROOT = Path(__file__).resolve().parent
 
@@ -98,9 +100,8 @@ def main() -> int:
     data.update(date=started.strftime("%Y-%m-%d %H:%M UTC"), command=command, python=platform.python_version(),
                 machine=f"{platform.machine()} {platform.processor() or ''}".strip(), gpu=gpu,
                 minutes=round((dt.datetime.now(dt.timezone.utc) - started).total_seconds() / 60, 1))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"conformance_{args.target}{args.suffix}.json").write_text(json.dumps(data, indent=1) + "\n")
+    stem = f"conformance{args.suffix}"
+    result_path(args.out, stem, ".json", args.target).write_text(json.dumps(data, indent=1) + "\n")
 
     ops = data["ops"]
     implemented = [r for r in ops if r["kernels"]]
@@ -147,9 +148,9 @@ def main() -> int:
     skipped = [(r["op"], s) for r in ops for s in r["skipped_entries"]]
     if skipped:
         lines += ["", "OpInfo entries not drawn (no float32): " + "; ".join(f"`{s}`" for _, s in skipped) + "."]
-    (out / f"conformance_{args.target}{args.suffix}.md").write_text("\n".join(lines) + "\n")
-    print(f"{report.passed_ops}/{report.total_ops} operators pass; "
-          f"wrote {out}/conformance_{args.target}{args.suffix}.md", file=sys.stderr)
+    md = result_path(args.out, stem, ".md", args.target)
+    md.write_text("\n".join(lines) + "\n")
+    print(f"{report.passed_ops}/{report.total_ops} operators pass; wrote {md}", file=sys.stderr)
     return 0 if report.passed_ops == report.total_ops else 1
 
 

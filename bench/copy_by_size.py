@@ -8,7 +8,8 @@ reaching the SMs, the first reads' latency, the last writes' drain) over 360 us.
 6 us of transfer. This times a ``copy_`` of each size and an empty Triton kernel (the fixed costs alone, with one
 program and with as many as a copy of 16 MB has) two ways: per call, interleaved behind the GPU runner's flush and
 spin between two device events as the table's rows are, and back to back from a CUDA graph over enough buffers
-that each call reads from DRAM (the 1 GiB copy's own condition). Writes ``copy_by_size.md`` and ``.json``.
+that each call reads from DRAM (the 1 GiB copy's own condition). Writes ``<out>/nvidia_h100/copy_by_size.md`` and
+``.json``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Per-call time of a device copy by the alignment of its length, for the table's `copy, same bytes` column.
 
-    python bench/copy_length.py --out $OUT [--results bench/results/nvidia_h100.json]
+    python bench/copy_length.py --out $OUT [--results bench/results/nvidia_h100/kernels.json]
 
 Why: ``gpu_bench.same_bytes_copy`` times a ``copy_`` of half a row's minimum bytes beside the row's kernel. The
 rows whose byte count is not a multiple of 512 (keyed_feature_hash, jagged_truncate, embedding_bag) had copies
 that ran slower than their size predicts, so their kernels looked faster than a copy of their bytes. This times,
 interleaved in one run with the GPU runner's flush and spin, each such row's copy at its exact length and rounded
 up to 16 bytes, 256 bytes and ``gpu_bench.COPY_GRANULE`` (the length ``same_bytes_copy`` now uses). Writes
-``copy_length.md`` and ``copy_length.json``.
+``<out>/nvidia_h100/copy_length.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from pathlib import Path
 import torch
 from gpu_bench import (COPY_GRANULE, copy_bandwidth, copy_thunk, gpu_runner, interleaved_samples, per_call_cell,
                        round_up, write_report)
+from layout import RESULTS, result_path
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=".")
-    parser.add_argument("--results", default=str(Path(__file__).parent / "results" / "nvidia_h100.json"))
+    parser.add_argument("--results", default=str(result_path(RESULTS, "kernels", ".json", "nvidia_h100")))
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     out = Path(args.out)

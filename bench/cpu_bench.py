@@ -3,6 +3,8 @@ torch.compile, and write a table with machine, versions and date.
 
     python bench/cpu_bench.py [--ops softmax layer_norm ...] [--budget 16] [--out bench/results]
 
+Writes ``<out>/cpu/kernels.md`` and ``.json``.
+
 Speedups are medians of per-sample ratios (kernel and baselines sampled round-robin in one process), with
 their 10th..90th percentile spread. Every number in the table comes from this script's own run.
 """
@@ -22,6 +24,7 @@ import kevolve
 import torch
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.plugins import get_manager
+from layout import RESULTS, result_path
 from report import fmt_speedup, fmt_time, malloc_setting, search_and_time, with_caching_malloc
 
 
@@ -73,10 +76,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ops", nargs="*", default=get_manager().ops.names())
     parser.add_argument("--budget", type=int, default=16)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     info = machine()
     harness = HarnessConfig(repeats=21, timeout_s=600)
     rows = []
@@ -87,10 +88,10 @@ def main() -> int:
             print(op, r["correct"], {k: round(v["median"], 2) for k, v in r.get("speedups", {}).items()},
                   f"{r['search_s']:.0f}s", file=sys.stderr, flush=True)
     command = " ".join(["python", "bench/cpu_bench.py", *sys.argv[1:]])
-    (out / "cpu.json").write_text(json.dumps({"machine": info, "budget": args.budget, "command": command,
-                                              "rows": rows}, indent=1))
+    result_path(args.out, "kernels", ".json", "cpu").write_text(
+        json.dumps({"machine": info, "budget": args.budget, "command": command, "rows": rows}, indent=1))
     text = table(rows, info, args.budget, command)
-    (out / "cpu.md").write_text(text)
+    result_path(args.out, "kernels", ".md", "cpu").write_text(text)
     print(text)
     return 0
 

@@ -1,7 +1,7 @@
 """Per-call times behind the two ways of evicting L2 before a timed call: a write over a buffer (kevolve's GPU
 runner until 2026-11-26) and a read over it (since then), interleaved in one run.
 
-    python bench/flush_methods.py --out $OUT [--results bench/results/nvidia_h100.json]
+    python bench/flush_methods.py --out $OUT [--results bench/results/nvidia_h100/kernels.json]
 
 Why: after a write, L2 holds the flush's own dirty lines, and the timed call pays to write them back before its
 data has room; the cost is fixed per call, so it weighs most on calls of tens of MB, which is where the table's
@@ -9,7 +9,7 @@ kernels and a ``copy_`` of their bytes fell furthest below the 1 GiB copy's band
 leaves nothing to write back. Times ``copy_`` at sizes from 8 MB to 512 MB (bytes read plus written) and the
 committed table's kernels for a few rows (with eager beside them), each with the runner's spin and events, in
 rounds that alternate the flushes; both flushes cover the same bytes (twice the L2, as the backend sizes it).
-Writes ``flush_methods.md`` and ``flush_methods.json``.
+Writes ``<out>/nvidia_h100/flush_methods.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from gpu_bench import (copy_bandwidth, gpu_runner, interleaved_samples, load_kernel_file, memory_granule,
                        per_call_cell, same_bytes_copy, write_report)
+from layout import RESULTS, result_path
 
 #: rows of the committed table timed here: the three below 80% of the copy per call on 2026-11-26 and three
 #: that were not, small to large
@@ -84,7 +85,7 @@ def thunks_for_rows(results: Path) -> tuple[dict, dict]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--results", default=str(Path(__file__).parent / "results" / "nvidia_h100.json"))
+    parser.add_argument("--results", default=str(result_path(RESULTS, "kernels", ".json", "nvidia_h100")))
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     out = Path(args.out)
@@ -111,7 +112,8 @@ def main() -> int:
               "GPU spin, the call between two device events; ten calls a sample, 11 samples a round, "
               f"{args.rounds} rounds a flush, the flushes alternating. `BW`: the minimum bytes (for `copy_`, read "
               f"plus written) over the median, as a fraction of a 1 GiB copy's bandwidth measured in this run "
-              f"({copy / 1e12:.3f} TB/s). Kernels are the committed table's (`{Path(args.results).name}`)."), "",
+              f"({copy / 1e12:.3f} TB/s). Kernels are the committed table's "
+              f"(`{Path(args.results).parent.name}/{Path(args.results).name}`)."), "",
              "| call | MB | write: us [p10..p90] | BW | read: us [p10..p90] | BW | write / read |",
              "|---|---|---|---|---|---|---|"]
     for name in thunks:

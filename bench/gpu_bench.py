@@ -30,6 +30,10 @@
 torch.compile baselines are compiled once ahead, in parallel worker processes (warming Inductor's caches), so
 that the re-timing does not spend minutes compiling. Rows are appended to ``gpu_rows.jsonl`` as they finish:
 a run cut short keeps what it measured.
+
+The tables go to ``<out>/<target>/kernels.md`` and ``.json`` (and ``verdicts.md``), as in ``bench/results``
+(``layout.py``); a run's working files (``gpu_rows.jsonl``, ``gpu_device.json``, ``traffic.json``) stay in
+``<out>`` itself.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from kevolve import diagnosis as d
 from kevolve.harness.baselines import COMPILE_MODES
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve_nvidia.backend import PROFILER_ENV
+from layout import result_path
 from report import fmt_speedup, fmt_time, search_and_time
 
 #: the last two (a 16K-token batch at a 4096 hidden size, 128-256 MiB per tensor, more than L2 holds) added
@@ -201,7 +206,7 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
         f"Budgets (candidates per search, seed 0): {budgets}. "
         "Times in ms per call, median [p10..p90], each call on a cold, clean L2 (a read over twice the L2 before it; "
         "runs before 2026-11-26 20:20 UTC evicted with a write over it, whose dirty lines then cost each call up to "
-        "6 us of write-back: nvidia_h100_flush.md) and between "
+        "6 us of write-back: bench/results/nvidia_h100/flush.md) and between "
         "two device events, its host launch hidden behind a GPU spin before the first event (TritonGpuRunner: a "
         "fixed 200k cycles in runs before 2026-11-25 07:20 UTC, since then at least twice the call's measured host "
         "side, and never less than 200k cycles before 2026-11-25 15:00 UTC, 800k since) so that the events time the "
@@ -228,8 +233,8 @@ def table(rows: list[dict], info: dict, copy_bps: float, budgets: dict) -> str:
             "written), timed in the same rounds as the kernel, over the kernel's: the kernel against moving its bytes "
             "and nothing else at that size (blank for rows of runs made before 2026-11-25 09:14 UTC). Since "
             f"2026-11-26 22:30 UTC the copy's length is rounded up to whole {COPY_GRANULE} bytes: a copy of another "
-            "length takes a slower path (up to 40% slower on the H100, nvidia_h100_copy_length.md), so in rows of "
-            "earlier runs whose half-bytes are not such a multiple this column reads high."
+            "length takes a slower path (up to 40% slower on the H100, bench/results/nvidia_h100/copy_length.md), so "
+            "in rows of earlier runs whose half-bytes are not such a multiple this column reads high."
             if same_size else "") + (
             f" `vs max-autotune` is torch.compile(mode=\"{COMPILE_MODES['max-autotune']}\") timed like "
             "torch.compile, where its autotuning finished within kevolve's compile-time limit (else the reason is "
@@ -343,11 +348,12 @@ def write_tables(out: Path, target: str, info: dict, copy_bps: float, rows: list
             + ("not recorded in that run, the next run's value used" if p.get("borrowed")
                else f"{p['copy_bytes_per_s'] / 1e12:.2f} TB/s") for p in parts) + ".\n"
     text += runs_listing(rows)
-    (out / f"{target}.md").write_text(text)
-    (out / f"{target}.json").write_text(json.dumps({"device": info, "copy_bytes_per_s": copy_bps, "rows": rows,
-                                                     "verdicts": verdict_rows, "budgets": budgets, "parts": parts or []}, default=str))
+    result_path(out, "kernels", ".md", target).write_text(text)
+    result_path(out, "kernels", ".json", target).write_text(json.dumps(
+        {"device": info, "copy_bytes_per_s": copy_bps, "rows": rows, "verdicts": verdict_rows, "budgets": budgets,
+         "parts": parts or []}, default=str))
     if verdict_rows:
-        (out / f"{target}_verdicts.md").write_text(verdict_table(verdict_rows, info))
+        result_path(out, "verdicts", ".md", target).write_text(verdict_table(verdict_rows, info))
     return text
 
 
@@ -366,17 +372,19 @@ def runs_listing(rows: list[dict]) -> str:
 def load_part(path: Path, target: str) -> dict:
     """One run's results: its final JSON, or, for a run cut short, the rows it appended as it went (and the
     device facts it wrote first, where the run got that far). Also a results file itself, or one of the tables
-    of a file that keeps several (``FILE.json#TABLE``, as nvidia_h100_narrow_rows.json), so that committed
-    tables can be re-timed without the run directories they were joined from."""
+    of a file that keeps several (``FILE.json#TABLE``, as bench/results/nvidia_h100/narrow_rows.json), so that
+    committed tables can be re-timed without the run directories they were joined from. A directory's table is
+    ``<target>/kernels.json`` in it (``bench/results`` too), or ``<target>.json`` in a run made before that
+    layout."""
     file, _, table = str(path).partition("#")
     if file.endswith(".json"):
         loaded = json.loads(Path(file).read_text())
         if table and table not in loaded:
             raise SystemExit(f"{file} has no table {table!r}; it has: {', '.join(loaded)}")
         return loaded[table] if table else loaded
-    final = path / f"{target}.json"
-    if final.exists():
-        return json.loads(final.read_text())
+    for final in (result_path(path, "kernels", ".json", target, make=False), path / f"{target}.json"):
+        if final.exists():
+            return json.loads(final.read_text())
     read = lambda name: [json.loads(line) for line in (path / name).read_text().splitlines()  # noqa: E731
                          if line.strip()] if (path / name).exists() else []
     device = json.loads((path / "gpu_device.json").read_text()) if (path / "gpu_device.json").exists() else {}
@@ -441,7 +449,7 @@ def combine(paths: list[Path], out: Path, target: str, traffic_paths: list[Path]
                  for run in runs]
     means = ("\nGeometric mean vs torch.compile of each run alone: "
              + ", ".join(f"{mean:.3f}x ({run['device']['date']})" for mean, run in zip(run_means, runs)) + ".\n")
-    with (out / f"{target}.md").open("a") as md:
+    with result_path(out, "kernels", ".md", target).open("a") as md:
         md.write(means)
     print(text + means)
     return 0
@@ -591,7 +599,7 @@ def same_bytes_copy(nbytes: int):
     the copy the bandwidth yardstick uses: timed per call beside a row's kernel, it shows what moving that many
     bytes costs under the same flush, spin and launch, which the 1 GiB copy's rate says nothing about for rows
     of tens of MB (ramp-up, tail). Not a hard floor: below ~20 MB a fused kernel has been measured faster than
-    ``copy_`` (nvidia_h100_more_shapes.md)."""
+    ``copy_`` (bench/notes/nvidia_h100_more_shapes.md)."""
     return copy_thunk(copy_length(nbytes))
 
 
@@ -613,10 +621,11 @@ def interleaved_samples(runner, thunks: dict, rounds: int) -> dict[str, list[flo
     return samples
 
 
-def write_report(out: Path, stem: str, lines: list[str], record: dict) -> None:
-    """``stem``.md (the lines) and ``stem``.json (the record) under ``out``; the lines printed too."""
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    (out / f"{stem}.json").write_text(json.dumps(record))
+def write_report(out: Path, stem: str, lines: list[str], record: dict, target: str = "nvidia_h100") -> None:
+    """``stem``.md (the lines) and ``stem``.json (the record) in ``target``'s folder under ``out``; the lines
+    printed too."""
+    result_path(out, stem, ".md", target).write_text("\n".join(lines) + "\n")
+    result_path(out, stem, ".json", target).write_text(json.dumps(record))
     print("\n".join(lines))
 
 
@@ -638,7 +647,7 @@ def copy_length(nbytes: int) -> int:
     """The bytes ``same_bytes_copy`` copies: half of ``nbytes``, rounded up to whole ``COPY_GRANULE``s. A device
     copy of another length can take a slower path: on the lent H100 a copy of 16,990,068 bytes (keyed_feature_hash
     at 2 million ids) took 15.1 us per call and one of 16,990,208 12.6 us; 7,843,172 bytes took 11.2 us, and 8.0
-    only once rounded to whole 4 KiB (bench/results/nvidia_h100_copy_length.md). Rows with such byte counts then
+    only once rounded to whole 4 KiB (bench/results/nvidia_h100/copy_length.md). Rows with such byte counts then
     looked faster than a copy of their bytes; a few KiB more changes nothing else."""
     return max(1, round_up(nbytes // 2, COPY_GRANULE))
 

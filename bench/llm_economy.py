@@ -8,7 +8,9 @@ The stand-in counts tokens as characters / 4, as the tests do. For each synthesi
 server received (and how many were byte-identical to an earlier one), the tokens it charged, the tokens the
 store recorded and the trajectory export carries, evaluated and correct candidates and the best speedup.
 
-    python bench/llm_economy.py [--budget 8] [--out bench/results/llm_economy.md]
+    python bench/llm_economy.py [--budget 8] [--out FILE.md]
+
+Writes ``bench/results/any/llm_economy.md`` and ``.json`` unless ``--out`` names another file.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "llm"))
 
+from layout import RESULTS, result_path  # noqa: E402
 from protocol_server import ProtocolServer  # noqa: E402
 
 import kevolve  # noqa: E402
@@ -98,7 +101,7 @@ def run(synthesizer: str, budget: int, workdir: Path) -> dict:
 def main_cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "llm_economy.md")
+    parser.add_argument("--out", type=Path, default=result_path(RESULTS, "llm_economy", ".md"))
     args = parser.parse_args()
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         os.environ.pop(name, None)

@@ -9,7 +9,7 @@ end-to-end times are the report's: per forward, samples round-robin over eager, 
 kevolve's model inside torch.compile (median [p10..p90]). The memory floor is the bytes a forward must move at
 least (every input read once; of a table, a parameter of over a million elements, one row per gathered id at
 most, as many as it has at most; every other parameter once; the output written once) over the target's memory
-bandwidth.
+bandwidth. Writes ``<out>/<target>/models.md`` and ``.json`` (``--stem``: another name; see ``layout.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import kevolve
 from kevolve.plugins import get_manager
 
 sys.path.insert(0, str(Path(__file__).parent))
+from layout import result_path  # noqa: E402
 from op_overhead import machine  # noqa: E402
 
 
@@ -61,7 +62,8 @@ def main() -> int:
     parser.add_argument("--min-share", type=float, default=0.03)
     parser.add_argument("--store", default=None)
     parser.add_argument("--out", default="bench/out")
-    parser.add_argument("--stem", default=None)
+    parser.add_argument("--stem", default="models", help="the files' name in the target's folder under --out (a "
+                        "leading target name picks that target's folder: nvidia_h200_models)")
     args = parser.parse_args()
     settings = dict(item.split("=", 1) for item in args.set)
     registered = get_manager().usable_target(args.target)
@@ -80,7 +82,6 @@ def main() -> int:
     bandwidth = registered.spec.facts.memory[-1].bandwidth_bytes_per_s
     info = machine(args.target)
     command = "python bench/models.py " + " ".join(sys.argv[1:])
-    stem = args.stem or f"{registered.spec.name}_models"
     lines = [f"# {Path(args.model).stem} on {registered.spec.name}: the whole model with kevolve's kernels", "",
              f"`{command}`", "", "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
              f"Settings: {settings or 'the file defaults'}; budget {args.budget} candidates per region.", "",
@@ -93,12 +94,10 @@ def main() -> int:
     lines += ["", f"Memory floor: {floor_bytes / 1e6:.1f} MB at {bandwidth / 1e9:.0f} GB/s "
               f"({registered.spec.facts.memory[-1].name}) = {floor_s * 1e3:.3f} ms.", "", "Regions:", "",
               "```", fast.report.summary(), "```"]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    (out / f"{stem}.json").write_text(json.dumps({"info": info, "command": command, "settings": settings,
-                                                  "floor_bytes": floor_bytes, "report": fast.report.to_json()},
-                                                 indent=2, default=str))
+    result_path(args.out, args.stem, ".md", registered.spec.name).write_text("\n".join(lines) + "\n")
+    result_path(args.out, args.stem, ".json", registered.spec.name).write_text(
+        json.dumps({"info": info, "command": command, "settings": settings, "floor_bytes": floor_bytes,
+                    "report": fast.report.to_json()}, indent=2, default=str))
     print("\n".join(lines))
     return 0
 

@@ -3,12 +3,13 @@ on the simulated accelerator with and without the chip's documents; the table sa
 needed to reach its best simulated time, and how many the search with the documents needed to reach a kernel
 at least as fast as the best found without them.
 
-    python bench/mtia_sim_knowledge.py [--budget 10] [--jobs 2] [--ops add,softmax] [--out bench/results/mtia_sim_knowledge.md]
+    python bench/mtia_sim_knowledge.py [--budget 10] [--jobs 2] [--ops add,softmax] [--out FILE.md]
                                        [--cache bench/out/mtia_sim_knowledge]
 
 "Without the documents" leaves the mtia_sim pack out (``KEVOLVE_DISABLE_DOCS_PACKS=mtia_sim``); the generic
 Triton and core packs stay, so the comparison isolates what the chip's own documents are worth. Each search runs in a process of its own, with a fresh store.
-Simulated times are deterministic: one search per op and mode is an exact measurement of that search.
+Simulated times are deterministic: one search per op and mode is an exact measurement of that search. Writes
+``bench/results/mtia_sim/knowledge.md`` and ``.json`` unless ``--out`` names another file.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from layout import RESULTS, result_path
 
 #: ops and the (reduced) shapes they are searched at: the interpreter runs every candidate, so the shapes are
 #: a quarter of the catalog defaults or less
@@ -106,7 +109,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--ops", default=",".join(OPS))
-    parser.add_argument("--out", default="bench/results/mtia_sim_knowledge.md")
+    parser.add_argument("--out", default=str(result_path(RESULTS, "knowledge", ".md", "mtia_sim")))
     parser.add_argument("--cache", default="bench/out/mtia_sim_knowledge",
                         help="finished searches are kept here; delete it to search anew")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """Host side of one call of a kernel op on a GPU, piece by piece: tiny inputs, so that a loop of calls is host-bound.
 
-    python bench/op_host_side.py [--target nvidia_h100|cpu]     (results: nvidia_h100_op_overhead.md, D;
-                                                                  cpu_op_host_side.txt)
+    python bench/op_host_side.py [--target nvidia_h100|cpu]     (results: bench/results/nvidia_h100/op_overhead.md, D;
+                                                                  bench/results/cpu/op_host_side.txt)
 
 Each line: microseconds per call, median of 7 samples of 3000 calls back to back (device synchronised once per
 sample). `raw` is the Triton launcher with outputs allocated beforehand, `impl` the op's Python implementation

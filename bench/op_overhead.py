@@ -19,6 +19,7 @@ output allocation and any read that sizes an output; ``in graph``: the same call
 the op makes from Python (0 once its launches are replayed from C). ``harness`` is the kernel's time and
 speedup over eager as ``kevolve evaluate`` reports them (on GPUs: device time, each call on a cold L2). The script
 runs under a caching malloc setting (``report.CACHING_MALLOC``), which the harness's workers inherit.
+Writes ``<out>/<target>/op_overhead.md`` and ``.json`` (``--stem``: another name; see ``layout.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.plugins import get_manager
 from kevolve.problems.catalog import parse_dims
 from kevolve.synthesis.base import Candidate
+from layout import RESULTS, result_path
 from report import malloc_setting, with_caching_malloc
 
 CONTENDERS = ("raw", "op", "eager", "compile")
@@ -253,8 +255,9 @@ def main() -> int:
     parser.add_argument("--search", type=int, default=0, help="search this many candidates per kernel")
     parser.add_argument("--no-harness", dest="harness", action="store_false",
                         help="skip the harness's evaluation of each kernel (its columns then read 'not run')")
-    parser.add_argument("--out", default="bench/results")
-    parser.add_argument("--stem", default="")
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--stem", default="op_overhead", help="the files' name in the target's folder under --out (a "
+                        "leading target name picks that target's folder: nvidia_h100_op_overhead)")
     parser.add_argument("--workdir", default=tempfile.mkdtemp(prefix="op-overhead-"))
     args = parser.parse_args()
     cases = [parse_case(c) for c in args.case] or [
@@ -262,9 +265,7 @@ def main() -> int:
     sizes = ["default"] if args.case else args.sizes.split(",")
     info = machine(args.target)
     command = "python bench/op_overhead.py " + " ".join(sys.argv[1:])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = args.stem or f"{args.target}_op_overhead"
+    md, record = (result_path(args.out, args.stem, suffix, args.target) for suffix in (".md", ".json"))
     rows = []
     for op_name, dtype, dims in cases:
         for size in sizes:
@@ -275,9 +276,8 @@ def main() -> int:
                 print(f"  failed: {type(exc).__name__}: {exc}", flush=True)
                 continue
             lines = table(rows, info, command)  # written after every row: a run cut short keeps what it measured
-            (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-            (out / f"{stem}.json").write_text(json.dumps({"info": info, "command": command, "rows": rows},
-                                                         default=str))
+            md.write_text("\n".join(lines) + "\n")
+            record.write_text(json.dumps({"info": info, "command": command, "rows": rows}, default=str))
     print("\n".join(table(rows, info, command)))
     return 0
 

@@ -1,5 +1,5 @@
 """Every problem of bench/problems through ``kevolve.optimize`` offline (template synthesizer, no LLM), written as a
-committed table: ``bench/results/programs_<target><suffix>.md`` + ``.json``.
+committed table: ``bench/results/<target>/programs<suffix>.md`` + ``.json``.
 
     python bench/programs.py --target cpu --small --budget 2      # CPU-test sizes (each file's SMALL)
     python bench/programs.py --target mtia_sim --small
@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from layout import RESULTS, result_path
 from problem_set import KINDS, kind_of, label, problem_files, small_copy
 
 HERE = Path(__file__).resolve().parent
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true",
                         help="drop the existing rows instead of resuming, and search again (no stored session reused)")
     parser.add_argument("--store", default=None, help="default: bench/out/programs/<target>.sqlite")
-    parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--suffix", default="", help="appended to the result files' names")
     args = parser.parse_args(argv)
     args.baselines = [b for b in args.baselines.split(",") if b]
@@ -183,10 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     work = HERE / "out" / "programs"
     store = Path(args.store or work / f"{args.target}.sqlite")
     store.parent.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"programs_{args.target}{args.suffix}"
-    json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
+    stem = f"programs{args.suffix}"
+    json_path, md_path = (result_path(args.out, stem, suffix, args.target) for suffix in (".json", ".md"))
 
     files = problem_files()
     wanted = [p for p in files if not args.only or any(s in label(p) for s in args.only.split(","))]

@@ -16,6 +16,7 @@ the PyTorch reference on fresh random inputs with the op's tolerance, and times 
   device-to-device copy, which is measured the same way (a large copy, back to back).
 
 Eager is timed the same three ways. ``BW`` columns are minimum bytes over time as a fraction of the copy.
+Rows go to ``<out>/nvidia_h100/row_schedules.json`` as they are timed.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 import torch
 from gpu_bench import (capture, copy_bandwidth, dram_sets, gpu_runner, graph_sets, load_kernel_file, stream_time,
                        when_capturable)
-
+from layout import result_path
 
 _RUNNER = None
 
@@ -179,7 +180,8 @@ def main() -> int:
             print(f"  {'ok ' if ok else 'BAD'} {params}: " + " ".join(
                 f"{k} {v * 1e6:.1f}us ({nbytes / v / copy:.0%})" for k, v in t.items()), flush=True)
         results.append(row)
-        (Path(args.out) / "row_schedules.json").write_text(json.dumps({"copy": copy, "rows": results}, default=str))
+        result_path(args.out, "row_schedules", ".json", "nvidia_h100").write_text(
+            json.dumps({"copy": copy, "rows": results}, default=str))
     return 0
 
 

@@ -10,7 +10,9 @@ through the Triton interpreter and ranked by the static cost model, so fitness i
 roofline: deterministic, which makes "reached the bar" a fact rather than a timing accident. It is a ranking,
 not a measurement of the GPU.
 
-    python bench/skills_bench.py [--target nvidia_h100] [--budget 8] [--seeds 0 1] [--out bench/results/skills.md]
+    python bench/skills_bench.py [--target nvidia_h100] [--budget 8] [--seeds 0 1] [--out FILE.md]
+
+Writes ``bench/results/<target>/skills.md`` and ``.json`` unless ``--out`` names another file.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import kevolve
 from kevolve.store import Store
+from layout import RESULTS, result_path
 
 PAIRS = [("layer_norm", "rms_norm"), ("softmax", "log_softmax")]
 DIMS = {"rows": 4096, "cols": 512}
@@ -110,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=8)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--tolerance", type=float, default=0.95)
-    parser.add_argument("--out", default="bench/results/skills.md")
+    parser.add_argument("--out", default=None, help="default: bench/results/<target>/skills.md")
     args = parser.parse_args(argv)
+    args.out = args.out or str(result_path(RESULTS, "skills", ".md", args.target))
     rows = run(args.target, args.budget, args.seeds, args.tolerance)
     Path(args.out).write_text(table(rows, args))
     Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))

@@ -10,7 +10,7 @@ at the tile and warp counts around the default, several tiles per program, and p
 programs per SM striding over the tiles. Beside them: ``copy_`` and the traffic phase's Triton copy of the same
 bytes, and empty launches of one program, one per SM and as many as the default's tiles (what a call costs before
 it moves a byte). All timed per call as the table's rows are (behind the GPU runner's flush and spin, between two
-device events), interleaved round-robin. Writes ``small_call_schedules.md`` and ``.json``.
+device events), interleaved round-robin. Writes ``<out>/<target>/small_call_schedules.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def main() -> int:
         moved = "" if label.startswith("empty") else f"{nbytes / median / copy:.1%}"
         lines.append(f"| {label} | {cell} | {moved} | {copy_median / median:.2f}x |")
     write_report(out, "small_call_schedules", lines, {**info, "n": args.n, "bytes": nbytes, "copy_bytes_per_s": copy,
-                                                      "points": chosen, "samples_s": samples})
+                                                      "points": chosen, "samples_s": samples}, args.target)
     return 0
 
 

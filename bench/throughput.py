@@ -5,7 +5,7 @@ evaluator is measured against.
     python bench/throughput.py --target cpu --budget 16 [--ops softmax,layer_norm] [--out bench/results]
 
 Each problem is searched afresh (``again=True``) in a store of the script's own; the table is written to
-``<out>/<target>_throughput.md`` and ``.json`` with the machine, versions and date.
+``<out>/<target>/throughput.md`` and ``.json`` with the machine, versions and date.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 import kevolve
 import torch
 from kevolve.harness.throughput import throughput_line
+from layout import RESULTS, result_path
 
 
 def main() -> int:
@@ -29,7 +30,7 @@ def main() -> int:
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--budget", type=int, default=16)
     parser.add_argument("--ops", default="softmax,layer_norm,embedding_bag")
-    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     store = Path(tempfile.mkdtemp(prefix="throughput-")) / "store.sqlite"
     rows = []
@@ -54,11 +55,9 @@ def main() -> int:
         t = row["throughput"]
         lines.append(f"| {row['shape']} | {t['candidates']} | {t['elapsed_s']:.0f} s | {t['candidates_per_hour']:.0f} | "
                      + " | ".join(f"{t['shares'].get(s, 0):.0%}" for s in stages) + " |")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.target}_throughput.md").write_text("\n".join(lines) + "\n")
-    (out / f"{args.target}_throughput.json").write_text(json.dumps({"info": info, "command": command, "rows": rows},
-                                                                   indent=1) + "\n")
+    result_path(args.out, "throughput", ".md", args.target).write_text("\n".join(lines) + "\n")
+    result_path(args.out, "throughput", ".json", args.target).write_text(
+        json.dumps({"info": info, "command": command, "rows": rows}, indent=1) + "\n")
     print("\n".join(lines))
     return 0
 

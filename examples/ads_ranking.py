@@ -11,7 +11,7 @@ get_init_inputs), for ``kevolve optimize-model examples/ads_ranking.py --target 
 - a top MLP to one logit.
 
 Sizes: ``BATCH`` 2048, ``ROWS`` rows per feature table (200k in production; set smaller for a quick run),
-``DIM`` 64, float32 (``DTYPE``). Where the time goes on each target is in ``bench/results/<target>_models.md``.
+``DIM`` 64, float32 (``DTYPE``). Where the time goes on each target is in ``bench/results/<target>/models.md``.
 """
 
 import torch

@@ -40,10 +40,13 @@ def row(op: str, kernel_s: float, compile_s: float | None, copy_s: float, *, fai
     return made
 
 
-def write_run(path: Path, rows: list[dict], date: str) -> Path:
-    path.mkdir()
-    (path / "nvidia_h100.json").write_text(json.dumps({"device": {**INFO, "date": date}, "copy_bytes_per_s": COPY_BPS,
-                                                         "rows": rows, "verdicts": []}))
+def write_run(path: Path, rows: list[dict], date: str, *, before_layout: bool = False) -> Path:
+    """A run directory as gpu_bench writes it (its table in ``nvidia_h100/kernels.json``), or as runs made before
+    the per-target layout did (``nvidia_h100.json``): ``load_part`` reads both."""
+    table = path / "nvidia_h100.json" if before_layout else path / "nvidia_h100" / "kernels.json"
+    table.parent.mkdir(parents=True)
+    table.write_text(json.dumps({"device": {**INFO, "date": date}, "copy_bytes_per_s": COPY_BPS, "rows": rows,
+                                 "verdicts": []}))
     return path
 
 
@@ -53,19 +56,19 @@ def test_combine_takes_the_median_run_and_skips_failed_retimings(tmp_path, capsy
     runs = [write_run(tmp_path / "a", [row("exp", 100e-6, 100e-6, 98e-6), row("relu", 100e-6, 110e-6, 99e-6)],
                       "2026-11-25 09:00 UTC"),
             write_run(tmp_path / "b", [row("exp", 100e-6, 300e-6, 98e-6, failed=True),
-                                       row("relu", 100e-6, 120e-6, 99e-6)], "2026-11-25 09:05 UTC"),
+                                       row("relu", 100e-6, 120e-6, 99e-6)], "2026-11-25 09:05 UTC", before_layout=True),
             write_run(tmp_path / "c", [row("exp", 100e-6, 104e-6, 98e-6), row("relu", 100e-6, 130e-6, 99e-6)],
                       "2026-11-25 09:10 UTC")]
     out = tmp_path / "out"
     out.mkdir()
     assert gpu_bench.combine(runs, out, "nvidia_h100") == 0
     capsys.readouterr()
-    combined = json.loads((out / "nvidia_h100.json").read_text())
+    combined = json.loads((out / "nvidia_h100" / "kernels.json").read_text())
     by_op = {r["op"]: r for r in combined["rows"]}
     assert by_op["exp"]["runs_vs_compile"] == pytest.approx([1.0, 1.04])
     assert by_op["exp"]["speedups"]["compile"]["median"] == pytest.approx(1.0)  # lower middle of two runs
     assert by_op["relu"]["speedups"]["compile"]["median"] == pytest.approx(1.2)
-    text = (out / "nvidia_h100.md").read_text()
+    text = (out / "nvidia_h100" / "kernels.md").read_text()
     assert "- exp n=16777216 float32: 1.00x, 1.04x\n" in text
 
 
@@ -197,17 +200,17 @@ def test_merge_with_keep_cases_replaces_rows_and_keeps_each_rows_own_copy(tmp_pa
     out.mkdir()
     assert gpu_bench.merge([combined, research], out, "nvidia_h100", keep_cases=True) == 0
     capsys.readouterr()
-    merged = {r["op"]: r for r in json.loads((out / "nvidia_h100.json").read_text())["rows"]}
+    merged = {r["op"]: r for r in json.loads((out / "nvidia_h100" / "kernels.json").read_text())["rows"]}
     assert sorted(merged) == ["exp", "relu"]
     assert merged["relu"]["timings"]["kernel"]["median"] == pytest.approx(80e-6)
     assert merged["exp"]["copy_bytes_per_s"] == 2e12 and merged["relu"]["copy_bytes_per_s"] == COPY_BPS
-    text = (out / "nvidia_h100.md").read_text()
+    text = (out / "nvidia_h100" / "kernels.md").read_text()
     assert "- exp n=16777216 float32: 1.04x, 1.00x\n" in text
     assert "Command: `python bench/gpu_bench.py --merge " in text and "--keep-cases`" in text
     assert "2026-11-25 10:00 UTC: 1 row, copy" in text and "2026-11-25 09:00 UTC: 2 rows, copy" in text
     assert gpu_bench.merge([combined, research], out, "nvidia_h100") == 0
     capsys.readouterr()
-    assert "gelu" in {r["op"] for r in json.loads((out / "nvidia_h100.json").read_text())["rows"]}
+    assert "gelu" in {r["op"] for r in json.loads((out / "nvidia_h100" / "kernels.json").read_text())["rows"]}
 
 
 def test_rows_just_under_the_bandwidth_goal_do_not_round_up_to_it():

@@ -95,7 +95,7 @@ class TritonGpuRunner(Runner):
     The eviction reads rather than writes: a write leaves L2 full of the flush's own dirty lines, which the
     timed call then has to write back to make room. On the lent H100 that cost a call 4 us at 34 MB and about
     6 us from 64 MB up: a 34 MB ``copy_`` ran at 70% of a 1 GiB copy's bandwidth behind the write and at 92%
-    behind a read, layer_norm 4096x4096 bf16 at 80% and 99% (bench/results/nvidia_h100_flush.md).
+    behind a read, layer_norm 4096x4096 bf16 at 80% and 99% (bench/results/nvidia_h100/flush.md).
 
     Between the flush and the start event the GPU spins: by the time the start event fires, the host has
     enqueued the timed call. Without it, a call whose host side (a Triton launch from Python costs tens of
@@ -154,7 +154,7 @@ class TritonGpuRunner(Runner):
         (L2 evicted before each sample): for calls that read the device to size their outputs, whose host side
         before the read a spin would hide and a loop of calls pays (jagged_truncate: 99.9 us behind the spin
         against 112.4 us per call in a loop on the lent H100, eager 159 against 222 us;
-        bench/results/nvidia_h100_op_overhead.md)."""
+        bench/results/nvidia_h100/op_overhead.md)."""
         if host_clock:
             return super().time_interleaved(thunks, repeats=repeats, inner=inner)
         preroll = self._preroll(thunks)

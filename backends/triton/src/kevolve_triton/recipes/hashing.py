@@ -48,7 +48,8 @@ class TritonFeatureHash(Recipe):
     is a mask either way. ``PROGRAMS`` 0 launches a program per ``BLOCK x ITEMS`` ids; a count (one to eight per
     SM) is a persistent grid whose programs stride over those tiles, one tile after another. On the H100 the
     persistent grids were 1-84% slower than one program a tile at 2^20 ids and 4-134% slower at 2^26, where one
-    program a tile ran at the pace of a ``copy_`` of the same bytes (``nvidia_h100_small_call_schedules.md``)."""
+    program a tile ran at the pace of a ``copy_`` of the same bytes
+    (``bench/results/nvidia_h100/small_call_schedules.md``)."""
 
     name = "triton.feature_hash"
     language = "triton"
@@ -123,18 +124,18 @@ class TritonKeyedFeatureHash(Recipe):
     accesses 16 bytes wide for any id count. The ids skip L1 and the lookups' loads are kept there (the first
     offsets and the tables are a few dozen sectors that every program reads, which the streamed ids evicted): at 2
     million ids on the H100, 14.5 against 15.2 us a call back to back, level for one call on a cold L2 and at 8-34
-    million ids (``nvidia_h100_keyed_hash_cache.md``). Default block: 256 ids on two warps up to
+    million ids (``bench/notes/nvidia_h100_keyed_hash_cache.md``). Default block: 256 ids on two warps up to
     ``SMALL_BLOCK_FEATURES`` features, 2.3-2.8% faster than 512 on four at 2 million ids on the H100 and level at
-    8-34 million; at 128 features 6-7% slower per call (``nvidia_h100_keyed_hash_blocks.md``).
+    8-34 million; at 128 features 6-7% slower per call (``bench/notes/nvidia_h100_keyed_hash_blocks.md``).
 
     - ``LOOKUP`` "search": the program searches for its block's feature itself, ``ceil(log2(features))`` dependent
       loads before the divisor is known; "scan": it loads every feature's first offset at once (``SCAN`` a round,
       independent loads) and counts those at or before its block; "table": a first launch writes every block's
       feature (or -1 for one that spans features), so the hash kernel waits on one load. On the H100 the table
       took 2-16% off the device time per call against the search (26-512 features, 2-34 million ids;
-      ``bench/results/nvidia_h100_keyed_hash_points.md``), most where the search is longest; the scan 1-3% off
+      ``bench/notes/nvidia_h100_keyed_hash_points.md``), most where the search is longest; the scan 1-3% off
       the table at 128 and 256 features and 6-13% at 26, the table 18% off the scan at 512
-      (``nvidia_h100_keyed_hash_lookup.md``). Default: the scan up to ``SCAN_FEATURES`` features.
+      (``bench/notes/nvidia_h100_keyed_hash_lookup.md``). Default: the scan up to ``SCAN_FEATURES`` features.
     - ``MOD`` "div": the compiler's 64-bit remainder by the loaded size (a software routine on GPUs); "magic": the
       first launch also computes each feature's reciprocal m and shift s (exact for every 63-bit dividend, see
       the integer hashing passage), and the remainder is a multiply-high, a shift and a multiply-subtract: 2-10%
@@ -142,8 +143,9 @@ class TritonKeyedFeatureHash(Recipe):
       quotient within 2**12 / d + 1 of the true one, a second float64 quotient of that remainder brings it to
       within one divisor, and two compare-and-adds make it exact (sizes above 2**62 take h or h - d). It needs no
       first launch, which costs a single call on a cold L2 about 1.3 us: at 2 million ids 14.3-15.1 against
-      14.9-15.5 us a call, level to 1% faster at 17-34 million ids (``nvidia_h100_keyed_hash_fp64.md``). Default:
-      "fp64" with the scan; with the table, whose first launch runs anyway, "magic" (1% faster at 512 features).
+      14.9-15.5 us a call, level to 1% faster at 17-34 million ids (``bench/notes/nvidia_h100_keyed_hash_fp64.md``).
+      Default: "fp64" with the scan; with the table, whose first launch runs anyway, "magic" (1% faster at 512
+      features).
     - ``PDL`` (targets whose facts say ``pdl``: Hopper): the hash kernel is a programmatic dependent launch of the
       first one. It starts while the first launch runs, loads and mixes its ids, and waits for the tables only
       then; the first launch waits for the work before it and lets the hash kernel start at once. Without it

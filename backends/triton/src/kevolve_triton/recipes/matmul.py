@@ -15,7 +15,7 @@ zero-filled and clipped by the hardware; inputs whose base or row stride is not 
 pointer kernel, which the file keeps. ``SPLIT_K`` > 1 splits K across programs as well, for shapes with
 few output tiles and a long K: each (tile, split) program writes its float32 partial product to a workspace,
 and a second launch sums the partials, applies the epilogue and rounds once (no atomics: the sum's order is
-fixed). Measured on an H100 (bench/results/nvidia_h100_schedule_probes.md): ``PROGRAMS`` and ``LOADS="tma"``
+fixed). Measured on an H100 (bench/notes/nvidia_h100_schedule_probes.md): ``PROGRAMS`` and ``LOADS="tma"``
 within 2% of the default at 4096^3 bfloat16; ``SPLIT_K`` 4 on 64x64 tiles took addmm_relu 256x256x16384 bfloat16
 from 74.9 to 28.7 us.
 

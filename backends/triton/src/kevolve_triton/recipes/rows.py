@@ -14,11 +14,11 @@ at run time and picks one of two kernels per call:
 Knobs: ``ROWS`` (1..64), ``MAX_BLOCK`` (whether the timing shape runs single pass or looped), ``TILE`` (the
 looped variant's columns per iteration), ``PROGRAMS`` (0: one program per block of ``ROWS`` rows; else a
 persistent grid of that many programs, 2-8 per unit of the target, striding over the blocks; on an H100 never
-faster in a CUDA graph, up to 2x slower: bench/results/nvidia_h100_schedule_probes.md) and the target's
+faster in a CUDA graph, up to 2x slower: bench/notes/nvidia_h100_schedule_probes.md) and the target's
 launch knobs (``num_warps``). Defaults follow the timing shape: single pass up to 8K floats (16K 2-byte values)
 per row, about 2K elements per program while keeping two programs per unit, num_warps for 16 elements of x per
 thread (8 for the reductions, which write almost nothing; measured on an H100 with the GPU otherwise idle:
-bench/results/nvidia_h100_row_schedules.md).
+bench/notes/nvidia_h100_row_schedules.md).
 Reductions combine through functions from Triton's standard library (see ``SUM``); the last read of x is marked
 ``evict_first``.
 """
