@@ -30,33 +30,44 @@ def main() -> int:
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--budget", type=int, default=16)
     parser.add_argument("--ops", default="softmax,layer_norm,embedding_bag")
+    parser.add_argument("--dtype", default=None)
+    parser.add_argument("--executor", action="append", default=None,
+                        help="local, local:N, ray[:ADDRESS]; repeat to compare executors on each op (default: local)")
+    parser.add_argument("--stem", default="throughput")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     store = Path(tempfile.mkdtemp(prefix="throughput-")) / "store.sqlite"
     rows = []
     for op in args.ops.split(","):
-        result = kevolve.optimize(op, target=args.target, budget=args.budget, again=True, store=store)
-        rows.append({"op": op, "shape": result.problem.describe(), "speedup": result.speedup,
-                     "throughput": result.throughput})
-        print(f"{op}: {throughput_line(result.throughput)}", flush=True)
+        for executor in args.executor or ["local"]:
+            result = kevolve.optimize(op, target=args.target, budget=args.budget, again=True, store=store,
+                                      dtype=args.dtype, executor=executor)
+            rows.append({"op": op, "shape": result.problem.describe(), "executor": executor,
+                         "speedup": result.speedup, "throughput": result.throughput})
+            print(f"{op} ({executor}): {result.speedup:.2f}x eager; {throughput_line(result.throughput)}", flush=True)
     info = {"target": args.target, "budget": args.budget, "python": platform.python_version(),
             "torch": torch.__version__, "cores": len(os.sched_getaffinity(0)), "machine": platform.machine(),
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     command = "python bench/throughput.py " + " ".join(sys.argv[1:])
-    stages = ("build", "check", "time", "profile", "search and other")
+    stages = ("build", "check", "time", "profile", "wait", "search and other")
     lines = [f"# Search throughput on `{args.target}`: candidates per hour and where the time goes", "",
              f"`{command}`", "", "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
              ("Each stage's share of the session's wall time, from each evaluation's own stage clock "
               "(`kevolve.harness.throughput`); `search and other` is what no evaluation accounts for (proposing "
-              "candidates, the store, the final re-timing)."), "",
-             "| problem | candidates | wall | candidates/hour | " + " | ".join(stages) + " |",
-             "|" + "---|" * (4 + len(stages))]
+              "candidates, the store, the final re-timing). Where evaluations overlap (`at once` > 1: builds on the "
+              "host's cores beside the device's timing, `kevolve.harness.executor`), the shares are of the "
+              "evaluations' summed time; `wait` is a built candidate waiting for a timing lane. `best` is the best "
+              "kernel's speedup over eager, re-timed at the end."), "",
+             "| problem | executor | candidates | wall | candidates/hour | at once | best | "
+             + " | ".join(stages) + " |",
+             "|" + "---|" * (7 + len(stages))]
     for row in rows:
         t = row["throughput"]
-        lines.append(f"| {row['shape']} | {t['candidates']} | {t['elapsed_s']:.0f} s | {t['candidates_per_hour']:.0f} | "
+        lines.append(f"| {row['shape']} | {row['executor']} | {t['candidates']} | {t['elapsed_s']:.0f} s | "
+                     f"{t['candidates_per_hour']:.0f} | {t.get('overlap') or 0:.1f} | {row['speedup']:.2f}x | "
                      + " | ".join(f"{t['shares'].get(s, 0):.0%}" for s in stages) + " |")
-    result_path(args.out, "throughput", ".md", args.target).write_text("\n".join(lines) + "\n")
-    result_path(args.out, "throughput", ".json", args.target).write_text(
+    result_path(args.out, args.stem, ".md", args.target).write_text("\n".join(lines) + "\n")
+    result_path(args.out, args.stem, ".json", args.target).write_text(
         json.dumps({"info": info, "command": command, "rows": rows}, indent=1) + "\n")
     print("\n".join(lines))
     return 0

@@ -6,7 +6,8 @@ tree depends only on its seed. ``fake_tiny`` has absurdly low bandwidth, so ever
 
 For fault injection: a kernel declaring ``SPREAD = s`` gets one timing sample in three (1 + s) times slower (a
 disturbed measurement), and ``FAKE_TIMING_DELAY_S`` in the environment makes every timing take that long (a
-search slow enough to be interrupted mid-evaluation).
+search slow enough to be interrupted mid-evaluation). With ``FAKE_EVENT_LOG`` set, each timing appends
+``LANE START END`` to that file (``FAKE_LANE`` names the lane), so a test can see what ran at once.
 """
 
 from __future__ import annotations
@@ -82,7 +83,11 @@ class PyRunner(Runner):
         for thunk in thunks.values():
             thunk()
         if "kernel" in thunks and not self.sampled.get("kernel"):  # once per evaluation (it times in rounds)
+            began = time.time()
             time.sleep(float(os.environ.get("FAKE_TIMING_DELAY_S", 0)))
+            if os.environ.get("FAKE_EVENT_LOG"):
+                with open(os.environ["FAKE_EVENT_LOG"], "a") as log:
+                    log.write(f"{os.environ.get('FAKE_LANE', '-')} {began} {time.time()}\n")
         costs = {"kernel": self.cost, "eager": EAGER_COST, "compile": EAGER_COST / 2}
         samples = {}
         for name in thunks:  # the i-th sample of a contender, counted across calls (the harness times by rounds)

@@ -31,6 +31,14 @@ def test_a_sessions_throughput_is_candidates_per_hour_and_each_stages_share_of_i
     assert throughput_line(session_throughput([], 0, 0.0)) == ""
 
 
+def test_overlapping_evaluations_share_out_their_summed_time_and_say_how_many_ran_at_once():
+    got = session_throughput([{"build": 6.0, "time": 2.0}, {"build": 6.0, "time": 2.0, "wait": 2.0}], 2, 9.0)
+    assert got["shares"] == {"build": 0.6667, "check": 0.0, "time": 0.2222, "profile": 0.0, "wait": 0.1111,
+                             "search and other": 0.0}
+    assert got["overlap"] == 2.0 and got["candidates_per_hour"] == 800.0
+    assert "(2 in 9 s, 2.0 evaluations at once)" in throughput_line(got)
+
+
 def test_a_stored_session_keeps_each_evaluations_stages_and_shows_its_throughput(fake_plugin, fast_harness,
                                                                                   store_path):
     result = kevolve.optimize("relu", target="fake", budget=3, harness=fast_harness)

@@ -16,6 +16,7 @@ from kevolve.errors import KernelFileError, KevolveError, SearchInterrupted
 from kevolve.harness.baselines import check_baselines
 from kevolve.harness.capacity import check_fits
 from kevolve.harness.evaluation import Evaluation
+from kevolve.harness.executor import Executor, make_executor
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.paths import default_store_path
 from kevolve.plugins import get_manager
@@ -96,7 +97,7 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
              synthesizer: str = "template",
              again: bool = False, baselines: Sequence[str] = ("eager",), batch: int = 2, stall: int = 12,
              knowledge: bool = True, skills: bool = True, harness: HarnessConfig | None = None,
-             progress: Progress | None = None) -> OptimizeResult:
+             progress: Progress | None = None, executor: str | Executor | None = None) -> OptimizeResult:
     """Search for a fast, correct kernel for ``op`` on ``target``.
 
     A problem already solved on this target and toolchain returns the stored best at once unless ``again``.
@@ -134,6 +135,10 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
     :param harness: how candidates are checked and timed (time limit, memory cap, samples); None for the
         defaults
     :param progress: called with one event dict per step (``kind``: expand, evaluate, stage, node, ...)
+    :param executor: where candidates are evaluated: ``"local"`` (default; on a GPU host, builds on the host's
+        cores while each GPU times one candidate at a time), ``"local:N"`` (N builds at once), ``"ray"`` or
+        ``"ray:ADDRESS"`` (a Ray cluster, ``pip install 'kevolve[ray]'``), or an
+        :class:`~kevolve.harness.executor.Executor`
     """
     dtype = arguments.problem_settings(target=target, store=store, dims=dims, dtype=dtype, attrs=attrs,
                                        baselines=baselines)
@@ -154,6 +159,7 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
             return _result(st, problem, name, hit[0].id, from_store=True)
     manager = get_manager()
     manager.synthesizers.create(synthesizer)  # a missing key or plugin fails here, before a session exists
+    runs_on = make_executor(executor, registered)  # so does an executor that cannot start
     config = SearchConfig(budget=budget, time_budget_s=time_budget_s, target_speedup=target_speedup, search=search,
                           synthesizer=synthesizer, baselines=tuple(baselines), batch=batch, stall=stall,
                           knowledge=knowledge, skills=skills)
@@ -161,11 +167,13 @@ def optimize(op: ProblemLike, target: str = "cpu", budget: int = 30, seed: int =
                                    problem_spec=problem.to_spec(), target=name, toolchain=toolchain, seed=seed,
                                    config=config)
     seeds = _neighbour_seeds(st, problem, name, toolchain) if skills else []
-    return _run(st, problem, registered, session_id, seed, config, [], harness or HarnessConfig(), progress, seeds)
+    return _run(st, problem, registered, session_id, seed, config, [], harness or HarnessConfig(), progress, seeds,
+                runs_on)
 
 
 def resume(session_id: str, store: str | Path | Store | None = None, *, budget: int | None = None,
-           harness: HarnessConfig | None = None, progress: Progress | None = None) -> OptimizeResult:
+           harness: HarnessConfig | None = None, progress: Progress | None = None,
+           executor: str | Executor | None = None) -> OptimizeResult:
     """Continue a session that was interrupted (or extend a finished one with a larger ``budget``).
 
     :param session_id: the session's id, or a unique prefix of it (``kevolve sessions`` lists them)
@@ -174,6 +182,7 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
     :param budget: the session's new total of evaluated candidates; None keeps its own
     :param harness: how candidates are checked and timed; None for the defaults
     :param progress: called with one event dict per step, as in :func:`optimize`
+    :param executor: where candidates are evaluated, as in :func:`optimize`
     """
     arguments.name("session_id", session_id, "3f2a9c1b7d4e")
     arguments.store_like(store)
@@ -189,9 +198,10 @@ def resume(session_id: str, store: str | Path | Store | None = None, *, budget: 
     problem = problem_from_spec(session.problem_spec, get_manager().ops.get)
     config = session.config if budget is None else replace(session.config, budget=budget)
     records = [n for n in st.nodes(session.id) if n.memory_op != "final"]
+    runs_on = make_executor(executor, registered)
     st.claim(session.id)
     return _run(st, problem, registered, session.id, session.seed, config, records, harness or HarnessConfig(),
-                progress, [])
+                progress, [], runs_on)
 
 
 def session_result(session_id: str, store: str | Path | Store | None = None) -> OptimizeResult:
@@ -209,7 +219,7 @@ def session_result(session_id: str, store: str | Path | Store | None = None) -> 
 
 def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: str, seed: int,
          config: SearchConfig, records: list[NodeRecord], harness: HarnessConfig, progress: Progress | None,
-         seeds: list[tuple[str, dict]]) -> OptimizeResult:
+         seeds: list[tuple[str, dict]], executor: Executor) -> OptimizeResult:
     manager = get_manager()
     budget = Budget(candidates=config.budget, time_s=config.time_budget_s, target_speedup=config.target_speedup,
                     batch=config.batch, stall=config.stall)
@@ -220,7 +230,7 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
     search = Search(problem=problem, target=registered, synthesizer=manager.synthesizers.create(config.synthesizer),
                     strategy=STRATEGIES[config.search](), budget=budget, harness=harness, store=st,
                     session_id=session_id, seed=seed, docs=manager.knowledge, seeds=seeds, skills=lessons,
-                    knowledge=config.knowledge, progress=progress or (lambda event: None))
+                    knowledge=config.knowledge, progress=progress or (lambda event: None), executor=executor)
     search.replay(records)
     with st.beating(session_id):  # the store can tell this session runs, not killed
         try:
@@ -232,6 +242,8 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
         except BaseException as exc:
             st.finish_session(session_id, "failed", f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            executor.close()
         best = search.tree.best()
         if best is not None:
             (progress or (lambda e: None))({"kind": "final", "node": best.id})

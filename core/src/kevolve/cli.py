@@ -129,7 +129,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     with view:
         if args.resume:
             result = kevolve.resume(args.resume, store=args.store, budget=args.budget if args.budget_given else None,
-                                    progress=view)
+                                    progress=view, executor=args.executor)
         else:
             if not args.op:
                 raise KevolveError("name an op (see `kevolve ops`) or a KernelBench PROBLEM.py, or --resume SESSION")
@@ -138,7 +138,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                 dims=_shapes(args.shape), dtype=args.dtype, attrs=_pairs(args.attr, "attribute") or None,
                 time_budget_s=args.time_budget, target_speedup=args.target_speedup, search=args.search,
                 synthesizer=args.synthesizer, again=args.again, baselines=args.baselines.split(","),
-                knowledge=not args.no_knowledge, skills=not args.no_skills, progress=view)
+                knowledge=not args.no_knowledge, skills=not args.no_skills, progress=view, executor=args.executor)
     if args.save and result.correct:
         result.save(args.save)
     if args.report:
@@ -377,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-skills", action="store_true", help="withhold what earlier sessions learnt (skills, winners at other shapes)")
     p.add_argument("--again", action="store_true", help="search even if the store has a solution")
     p.add_argument("--resume", metavar="SESSION", help="continue an interrupted session")
+    p.add_argument("--executor", default=None, metavar="local[:N]|ray[:ADDRESS]",
+                   help="where candidates are evaluated: this host (default; N builds at once) or a Ray cluster "
+                        "(pip install 'kevolve[ray]')")
     p.add_argument("--save", metavar="DIR", help="write the best kernel as a standalone module")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--report", metavar="FILE.html", help="write the search as a self-contained HTML report")

@@ -26,6 +26,7 @@ def amd_specs() -> list[TargetSpec]:
 class AmdBackend(TritonBackend):
     distribution = "kevolve-amd"
     gpu_kind = "ROCm"
+    visible_devices_env = "HIP_VISIBLE_DEVICES"
     lowest_is_worst = LOWEST_IS_WORST
 
     def usable(self, target: TargetSpec) -> tuple[bool, str]:
@@ -38,13 +39,13 @@ class AmdBackend(TritonBackend):
     def target_arch(self, target: TargetSpec) -> str:
         return str(target.facts.extra["gpu"]["arch"])
 
-    def gpu_here(self) -> str | None:
-        """The gfx architecture of the ROCm GPU this process sees (``gfx942``), or None without one."""
+    def gpu_here(self, index: int = 0) -> str | None:
+        """The gfx architecture of the ROCm GPU ``index`` this process sees (``gfx942``), or None without one."""
         import torch
 
-        if not getattr(torch.version, "hip", None) or not torch.cuda.is_available():
+        if not getattr(torch.version, "hip", None) or not torch.cuda.is_available() or index >= torch.cuda.device_count():
             return None
-        return str(torch.cuda.get_device_properties(0).gcnArchName).split(":")[0]
+        return str(torch.cuda.get_device_properties(index).gcnArchName).split(":")[0]
 
     def profiler(self, target: TargetSpec) -> Profiler:
         from kevolve_amd.rocprof import RocprofProfiler

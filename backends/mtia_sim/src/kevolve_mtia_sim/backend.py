@@ -27,7 +27,7 @@ class MtiaSimBackend(TritonBackend):
     def target_arch(self, target: TargetSpec) -> str:
         return target.name
 
-    def gpu_here(self) -> str | None:
+    def gpu_here(self, index: int = 0) -> str | None:
         return None  # a simulator: there is never a device to run on
 
     def gpu_target(self, target: TargetSpec):

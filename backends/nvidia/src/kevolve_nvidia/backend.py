@@ -42,12 +42,12 @@ class NvidiaBackend(TritonBackend):
     def target_arch(self, target: TargetSpec) -> str:
         return f"sm_{target.facts.extra['gpu']['arch']}"
 
-    def gpu_here(self) -> str | None:
+    def gpu_here(self, index: int = 0) -> str | None:
         import torch
 
-        if getattr(torch.version, "hip", None) or not torch.cuda.is_available():
+        if getattr(torch.version, "hip", None) or not torch.cuda.is_available() or index >= torch.cuda.device_count():
             return None
-        major, minor = torch.cuda.get_device_capability()
+        major, minor = torch.cuda.get_device_capability(index)
         return f"sm_{major}{minor}"
 
     def timing(self, target: TargetSpec) -> tuple[bool, str]:

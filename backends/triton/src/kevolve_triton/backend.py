@@ -5,11 +5,12 @@ present here, which one a target is), its resource reader, classifier and profil
 
 from __future__ import annotations
 
+import os
 from abc import abstractmethod
 from importlib import resources
 from pathlib import Path
 
-from kevolve.backend.base import Backend
+from kevolve.backend.base import Backend, TimingLanes
 from kevolve.backend.estimator import Estimator
 from kevolve.backend.runner import Runner
 from kevolve.backend.toolchain import Toolchain
@@ -32,14 +33,17 @@ def load_specs(package: str, names: tuple[str, ...]) -> list[TargetSpec]:
 class TritonBackend(Backend, TritonDevice):
     #: how the vendor's GPUs are called in messages ("CUDA", "ROCm")
     gpu_kind: str = "GPU"
+    #: the variable that chooses which of the vendor's GPUs a process sees
+    visible_devices_env: str = "CUDA_VISIBLE_DEVICES"
 
     @abstractmethod
     def target_arch(self, target: TargetSpec) -> str:
         """The architecture a target compiles for, spelled as :meth:`gpu_here` spells it (``sm_90``, ``gfx942``)."""
 
     @abstractmethod
-    def gpu_here(self) -> str | None:
-        """The architecture of this vendor's GPU visible to this process, or None when there is none."""
+    def gpu_here(self, index: int = 0) -> str | None:
+        """The architecture of this vendor's GPU ``index`` (of those visible to this process), or None when there
+        is no such GPU."""
 
     def usable(self, target: TargetSpec) -> tuple[bool, str]:
         from kevolve_triton.toolchain import triton_version
@@ -69,6 +73,20 @@ class TritonBackend(Backend, TritonDevice):
             return False, (f"the {self.gpu_kind} GPU here is {here}, not the target's {arch}: checked on it, ranked "
                            f"by the static cost model; its timings would not describe {target.name}")
         return True, ""
+
+    def timing_lanes(self, target: TargetSpec) -> TimingLanes:
+        """One lane per visible GPU of the target's architecture, each worker seeing only its own; the host may
+        build beside a timed kernel. Without a GPU to time on, one lane on the host's cores (the interpreter)."""
+        if not self.timing(target)[0]:
+            return TimingLanes()
+        import torch
+
+        visible = os.environ.get(self.visible_devices_env)
+        names = visible.split(",") if visible else [str(i) for i in range(torch.cuda.device_count())]
+        arch = self.target_arch(target)
+        lanes = tuple({self.visible_devices_env: name} for index, name in enumerate(names)
+                      if self.gpu_here(index) == arch)
+        return TimingLanes(envs=lanes, quiet_host=False) if lanes else TimingLanes()
 
     def gpu_runner_type(self) -> type[Runner]:
         """The runner class for this vendor's GPU (a vendor with more languages than Triton extends it)."""

@@ -1,6 +1,6 @@
 """The contract a backend implements: small ABCs, one module each."""
 
-from kevolve.backend.base import Backend
+from kevolve.backend.base import Backend, TimingLanes
 from kevolve.backend.classifier import Classifier, RooflineClassifier
 from kevolve.backend.estimator import Estimator
 from kevolve.backend.profiler import Profiler, RooflineProfiler

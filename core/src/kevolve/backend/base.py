@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,16 @@ if TYPE_CHECKING:
     from kevolve.backend.runner import Runner
     from kevolve.backend.toolchain import Toolchain
     from kevolve.synthesis.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class TimingLanes:
+    """Where a backend's candidates can be checked and timed at the same time: one worker environment per lane
+    (each placing its workers on one device, e.g. ``{"CUDA_VISIBLE_DEVICES": "1"}``), and whether a timed kernel
+    needs the host quiet (its cores are the device: no build may run beside it)."""
+
+    envs: tuple[dict[str, str], ...] = ({},)
+    quiet_host: bool = True
 
 
 class Backend(ABC):
@@ -42,6 +53,11 @@ class Backend(ABC):
         that read them once at import (e.g. ``TRITON_INTERPRET`` where no GPU is present). Called in the
         parent; workers with different environments come from different zygotes."""
         return {}
+
+    def timing_lanes(self, target: TargetSpec) -> TimingLanes:
+        """Where candidates for ``target`` are timed at once (see :class:`TimingLanes`). The default: one lane,
+        the host quiet while it times; a backend whose devices are not the host's cores says otherwise."""
+        return TimingLanes()
 
     def timing(self, target: TargetSpec) -> tuple[bool, str]:
         """Whether kernels for ``target`` can be timed on this machine, and a line shown with every result: if

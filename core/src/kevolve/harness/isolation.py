@@ -87,15 +87,17 @@ class Zygote:
 
 
 _zygotes: dict[tuple[tuple[str, str], ...], Zygote] = {}
+_zygotes_lock = threading.Lock()  # evaluations run on several threads at once (harness/executor.py)
 
 
 def zygote(env: dict[str, str] | None = None) -> Zygote:
     """The zygote for a worker environment: one per distinct ``env`` (a backend's
     :meth:`~kevolve.backend.Backend.worker_env`), since what a process imports at start depends on it."""
     key = tuple(sorted((env or {}).items()))
-    if key not in _zygotes or not _zygotes[key].alive():
-        _zygotes[key] = Zygote(dict(key))
-    return _zygotes[key]
+    with _zygotes_lock:
+        if key not in _zygotes or not _zygotes[key].alive():
+            _zygotes[key] = Zygote(dict(key))
+        return _zygotes[key]
 
 
 def _rss_bytes(pid: int) -> int:

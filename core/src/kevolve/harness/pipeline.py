@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kevolve.backend.toolchain import BuildResult
 from kevolve.delivery.runtime import prepare_native
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError
@@ -62,32 +63,25 @@ def evaluate_candidate(candidate: Candidate, problem: Problem, target_name: str,
     """The candidate's evaluation; one whose timings were disturbed is evaluated again (see :func:`steady`). Its
     ``stage_s`` holds the seconds each stage took, re-measures included."""
     clock = StageClock(on_stage)
-    evaluation = steady(lambda: _evaluate_once(candidate, problem, target_name, config, clock), config.remeasure,
-                        clock)
-    evaluation.stage_s = clock.split()
-    return evaluation
+    return finish(build_candidate(candidate, problem, target_name, config, clock), problem, config, clock)
 
 
-def steady(evaluate: Callable[[], Evaluation], remeasure: int, on_stage: Callable[[str], None]) -> Evaluation:
-    """A correct evaluation whose timings spread too wide to be a measurement is made again, up to ``remeasure``
-    more times, and the steadiest kept (a failure in any is the result: a kernel correct only sometimes is not
-    correct). When every one was disturbed, its note says its timings are unreliable."""
-    evaluation, made = evaluate(), 1
-    while evaluation.correct and evaluation.disturbed and made <= remeasure:
-        on_stage("timing again: the last timing was disturbed")
-        again, made = evaluate(), made + 1
-        if not again.correct or again.spread < evaluation.spread:
-            evaluation = again
-    if evaluation.correct and evaluation.disturbed:
-        unreliable = (f"unreliable: timed {made} times, each disturbed (samples spread up to {evaluation.spread:.1f}x);"
-                      " the machine was busy, re-time on an idle one")
-        evaluation.timing_note = "; ".join(n for n in (evaluation.timing_note, unreliable) if n)
-    return evaluation
+@dataclass
+class Built:
+    """A candidate past its build, which a worker may now check, time and profile."""
+
+    candidate: Candidate
+    target_name: str
+    build: BuildResult
+    #: seconds the scan and the build took
+    build_s: float
 
 
-def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
-                   on_stage: Callable[[str], None]) -> Evaluation:
-    from kevolve.plugins import get_manager, worker_bootstrap
+def build_candidate(candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
+                    on_stage: Callable[[str], None] = lambda s: None) -> Built | Evaluation:
+    """The source scan and the build, in an isolated worker: what needs no device. A candidate that fails either
+    comes back as its :class:`Evaluation`."""
+    from kevolve.plugins import get_manager
 
     started = time.perf_counter()
     registered = get_manager().target(target_name)
@@ -113,6 +107,44 @@ def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, con
                           "not a kernel: outside its language's contract: " + "; ".join(build.foreign_calls[:8]),
                           {"foreign_calls": build.foreign_calls}, build_command=build.command,
                           resources=build.resources, wall_s=time.perf_counter() - started)
+    return Built(candidate, registered.spec.name, build, time.perf_counter() - started)
+
+
+def finish(built: Built | Evaluation, problem: Problem, config: HarnessConfig, clock: StageClock,
+           lane_env: dict[str, str] | None = None) -> Evaluation:
+    """A built candidate checked, timed and profiled in an isolated worker (again while its timings are
+    disturbed, see :func:`steady`); a failed build's evaluation as it is. ``lane_env`` places the worker (e.g.
+    on one GPU of several); ``clock`` gives the evaluation its ``stage_s``."""
+    evaluation = built if isinstance(built, Evaluation) else \
+        steady(lambda: _run_built(built, problem, config, clock, lane_env or {}), config.remeasure, clock)
+    evaluation.stage_s = clock.split()
+    return evaluation
+
+
+def steady(evaluate: Callable[[], Evaluation], remeasure: int, on_stage: Callable[[str], None]) -> Evaluation:
+    """A correct evaluation whose timings spread too wide to be a measurement is made again, up to ``remeasure``
+    more times, and the steadiest kept (a failure in any is the result: a kernel correct only sometimes is not
+    correct). When every one was disturbed, its note says its timings are unreliable."""
+    evaluation, made = evaluate(), 1
+    while evaluation.correct and evaluation.disturbed and made <= remeasure:
+        on_stage("timing again: the last timing was disturbed")
+        again, made = evaluate(), made + 1
+        if not again.correct or again.spread < evaluation.spread:
+            evaluation = again
+    if evaluation.correct and evaluation.disturbed:
+        unreliable = (f"unreliable: timed {made} times, each disturbed (samples spread up to {evaluation.spread:.1f}x);"
+                      " the machine was busy, re-time on an idle one")
+        evaluation.timing_note = "; ".join(n for n in (evaluation.timing_note, unreliable) if n)
+    return evaluation
+
+
+def _run_built(built: Built, problem: Problem, config: HarnessConfig, on_stage: Callable[[str], None],
+               lane_env: dict[str, str]) -> Evaluation:
+    from kevolve.plugins import get_manager, worker_bootstrap
+
+    started = time.perf_counter()
+    registered = get_manager().target(built.target_name)
+    build, candidate = built.build, built.candidate
     prepare_native()  # built once here, not in each worker's timed evaluation
     task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
             "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters,
@@ -120,14 +152,14 @@ def _evaluate_once(candidate: Candidate, problem: Problem, target_name: str, con
     limited = any(name in LIMITED for name in config.baselines)
     raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if limited else 0.0),
                        memory_limit_bytes=config.memory_limit_bytes,
-                       on_stage=on_stage, env=registered.backend.worker_env(registered.spec))
+                       on_stage=on_stage, env={**registered.backend.worker_env(registered.spec), **lane_env})
     return Evaluation(
         status=raw["status"], stage=raw.get("stage", ""), reason=raw.get("reason", ""),
         evidence=raw.get("evidence", {}),
         timings={k: ev.Timing(**v) for k, v in raw.get("timings", {}).items()},
         speedups={k: ev.Speedup(**v) for k, v in raw.get("speedups", {}).items()},
         resources=raw.get("resources", build.resources), diagnosis=Diagnosis.from_dict(raw.get("diagnosis")),
-        build_command=build.command, wall_s=time.perf_counter() - started,
+        build_command=build.command, wall_s=built.build_s + time.perf_counter() - started,
         untimed=raw.get("untimed", ""), untimed_baselines=raw.get("untimed_baselines", {}),
         timing_note=raw.get("timing_note", ""),
         estimate=raw.get("estimate", {}),

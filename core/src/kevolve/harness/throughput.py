@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-#: the stages of an evaluation, in the order they run
-STAGES = ("build", "check", "time", "profile")
+#: the stages of an evaluation, in the order they run ("wait": built, waiting for a timing lane)
+STAGES = ("build", "check", "time", "profile", "wait")
 _WORDS = {"compile": "build", "build": "build", "scan": "check", "load": "check", "correctness": "check",
-          "timing": "time", "profile": "profile"}
+          "timing": "time", "profile": "profile", "waiting": "wait"}
 
 
 def stage_of(report: str) -> str:
@@ -52,18 +52,26 @@ class StageClock:
 
 
 def session_throughput(stage_seconds: Iterable[dict[str, float]], candidates: int, elapsed_s: float) -> dict[str, Any]:
-    """Candidates per hour and each stage's share of the session's wall time; the rest is "search and other"."""
+    """Candidates per hour and each stage's share of the session's wall time; the rest is "search and other".
+    Where evaluations overlapped (several at once, :mod:`kevolve.harness.executor`), their stages add up to more
+    than the wall time: the shares are then of the evaluations' summed time, and ``overlap`` says how many ran at
+    once on average."""
     totals = {stage: 0.0 for stage in STAGES}
     for split in stage_seconds:
         for stage, seconds in split.items():
             totals[stage] = totals.get(stage, 0.0) + seconds
-    shares = {stage: seconds / elapsed_s for stage, seconds in totals.items()} if elapsed_s > 0 else {}
+    if not totals["wait"]:
+        del totals["wait"]
+    busy = sum(totals.values())
+    whole = max(elapsed_s, busy)
+    shares = {stage: seconds / whole for stage, seconds in totals.items()} if whole > 0 else {}
     if shares:
         shares["search and other"] = max(0.0, 1.0 - sum(shares.values()))
     return {"candidates": candidates, "elapsed_s": round(elapsed_s, 3),
             "candidates_per_hour": round(candidates * 3600 / elapsed_s, 1) if elapsed_s > 0 else None,
             "stage_seconds": {k: round(v, 3) for k, v in totals.items()},
-            "shares": {k: round(v, 4) for k, v in shares.items()}}
+            "shares": {k: round(v, 4) for k, v in shares.items()},
+            "overlap": round(busy / elapsed_s, 2) if elapsed_s > 0 else None}
 
 
 def throughput_line(throughput: dict[str, Any]) -> str:
@@ -72,5 +80,7 @@ def throughput_line(throughput: dict[str, Any]) -> str:
     if not throughput.get("candidates_per_hour"):
         return ""
     shares = ", ".join(f"{stage} {share:.0%}" for stage, share in throughput["shares"].items())
+    overlap = throughput.get("overlap") or 0.0
+    at_once = f", {overlap:.1f} evaluations at once" if overlap > 1.05 else ""
     return (f"throughput: {throughput['candidates_per_hour']:.0f} candidates/hour ({throughput['candidates']} in "
-            f"{throughput['elapsed_s']:.0f} s); {shares}")
+            f"{throughput['elapsed_s']:.0f} s{at_once}); {shares}")

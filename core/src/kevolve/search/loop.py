@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,7 +11,8 @@ from typing import Any
 
 from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation, evidence_text
-from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
+from kevolve.harness.executor import Executor, LocalExecutor
+from kevolve.harness.pipeline import HarnessConfig
 from kevolve.knowledge import KnowledgeBase, Signals
 from kevolve.problems.problem import Problem, dtype_name
 from kevolve.registry import RegisteredTarget
@@ -41,10 +43,20 @@ class Search:
     def __init__(self, *, problem: Problem, target: RegisteredTarget, synthesizer: Synthesizer, strategy: Strategy,
                  budget: Budget, harness: HarnessConfig, store: Store, session_id: str, seed: int,
                  docs: KnowledgeBase, seeds: list[tuple[str, dict]] | None = None, skills: list[Skill] | None = None,
-                 knowledge: bool = True, progress: Progress = lambda event: None) -> None:
+                 knowledge: bool = True, progress: Progress = lambda event: None,
+                 executor: Executor | None = None) -> None:
         self.problem, self.target, self.synthesizer, self.strategy = problem, target, synthesizer, strategy
         self.budget, self.harness, self.store, self.session_id, self.seed = budget, harness, store, session_id, seed
-        self.docs, self.seeds, self.skills, self.progress = docs, seeds or [], skills or [], progress
+        self.docs, self.seeds, self.skills = docs, seeds or [], skills or []
+        #: evaluates the candidates, several at once where it can (evaluations of a batch report from its threads)
+        self.executor = executor or LocalExecutor()
+        reporting = threading.Lock()
+
+        def report(event: dict[str, Any]) -> None:
+            with reporting:
+                progress(event)
+
+        self.progress = report
         #: False: no retrieved passages or hints reach the synthesizer (the kernel file contract still does)
         self.knowledge = knowledge
         self.facts = target.backend.facts(target.spec)
@@ -103,12 +115,18 @@ class Search:
                 self.since_improvement += 1
                 continue
             empty_rounds = 0
-            for candidate in fresh:
+            width = self.executor.capacity
+            for start in range(0, len(fresh), width):
                 if self._should_stop(started):
                     break
-                if not candidate.error and candidate.source_hash in self.tree.by_hash:
-                    continue
-                self._evaluate(parent_id, memory_op, candidate)
+                group: dict[str, Candidate] = {}
+                for candidate in fresh[start:start + width]:
+                    key = candidate.source_hash if not candidate.error else f"error {len(group)}"
+                    if candidate.error or (key not in self.tree.by_hash and key not in group):
+                        group[key] = candidate
+                room = self.budget.candidates - self.evaluated_count()
+                if group:
+                    self._evaluate(parent_id, memory_op, list(group.values())[:room])
 
     def _should_stop(self, started: float) -> str:
         if self.evaluated_count() >= self.budget.candidates:
@@ -119,16 +137,24 @@ class Search:
             return f"target speedup {self.budget.target_speedup:g}x reached"
         return self.synthesizer.stop_reason()
 
-    def _evaluate(self, parent_id: int, memory_op: str, candidate: Candidate) -> None:
-        node_id = self.store.next_node_id(self.session_id)  # past a resumed session's final re-timings too
-        self.progress({"kind": "evaluate", "node": node_id, "note": candidate.note})
-        if candidate.error:
-            evaluation = Evaluation(ev.SYNTHESIS_ERROR, "synthesis", candidate.error,
-                                    {"response": candidate.trace.get("response", "")})
-        else:
-            evaluation = evaluate_candidate(candidate, self.problem, self.target.spec.name, self.harness,
-                                            on_stage=lambda stage: self.progress({"kind": "stage", "node": node_id,
-                                                                                  "stage": stage}))
+    def _evaluate(self, parent_id: int, memory_op: str, candidates: list[Candidate]) -> None:
+        """Evaluate the candidates together (as many at once as the executor can) and record them in their
+        order: node ids, the store and the tree do not depend on which evaluation finished first."""
+        first = self.store.next_node_id(self.session_id)  # past a resumed session's final re-timings too
+        ids = [first + i for i in range(len(candidates))]
+        for node_id, candidate in zip(ids, candidates):
+            self.progress({"kind": "evaluate", "node": node_id, "note": candidate.note})
+        runnable = [i for i, c in enumerate(candidates) if not c.error]
+        evaluated = dict(zip(runnable, self.executor.evaluate(
+            [candidates[i] for i in runnable], self.problem, self.target.spec.name, self.harness,
+            on_stage=lambda i, stage: self.progress({"kind": "stage", "node": ids[runnable[i]], "stage": stage}))))
+        for i, (node_id, candidate) in enumerate(zip(ids, candidates)):
+            evaluation = evaluated.get(i) or Evaluation(ev.SYNTHESIS_ERROR, "synthesis", candidate.error,
+                                                        {"response": candidate.trace.get("response", "")})
+            self._record(parent_id, memory_op, node_id, candidate, evaluation)
+
+    def _record(self, parent_id: int, memory_op: str, node_id: int, candidate: Candidate,
+                evaluation: Evaluation) -> None:
         self.store.add_node(self.session_id, NodeRecord(
             node_id=node_id, parent_id=parent_id, memory_op=memory_op, synthesizer=candidate.synthesizer,
             recipe=candidate.recipe, language=candidate.language, parameters=candidate.parameters,
@@ -175,7 +201,8 @@ class Search:
         best = tree.best()
         return Context(
             problem=self.problem, target=self.target.spec, facts=self.facts, memory_op=memory_op, rng=rng,
-            n=max(1, min(self.budget.batch, self.budget.candidates - self.evaluated_count())),  # none paid unused
+            # as wide as the executor evaluates at once, none paid for unused
+            n=max(1, min(max(self.budget.batch, self.executor.capacity), self.budget.candidates - self.evaluated_count())),
             knowledge=self.docs.retrieve(signals) if self.knowledge else [],
             hints=self.docs.hints(signals) if self.knowledge else {},
             history=history, parent=parent.history_item() if parent is not None else None, diagnosis=diagnosis,

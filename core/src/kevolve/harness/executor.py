@@ -1,0 +1,161 @@
+"""Where a search's candidates are evaluated, several at once.
+
+A candidate's build (the source scan, the ahead-of-time compile, the resource report) needs no device: on a GPU
+host most of an evaluation's time (two thirds of it on a lent H200, bench/results/nvidia_h200/throughput.md) is
+spent where the host's other cores sit idle. :class:`LocalExecutor` builds up to ``builders`` candidates at once
+and hands each built one to a free timing lane (one per GPU the target can be timed on, see
+:class:`~kevolve.backend.base.TimingLanes`), where an isolated worker checks, times and profiles it alone on its
+device. Where the device is the host's own cores, a timed kernel waits for running builds to end and no new build
+starts until it is done. Evaluations come back in the candidates' order, so the tree a search grows depends on
+the candidates and their measured fitness, never on which finished first.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
+
+from kevolve.backend.base import TimingLanes
+from kevolve.errors import KevolveError
+from kevolve.harness.evaluation import Evaluation
+from kevolve.harness.pipeline import HarnessConfig, build_candidate, finish
+from kevolve.harness.throughput import StageClock
+from kevolve.problems.problem import Problem
+from kevolve.registry import RegisteredTarget
+from kevolve.synthesis.base import Candidate
+
+#: (candidate's index in the batch, stage report)
+OnStage = Callable[[int, str], None]
+
+
+class Executor(ABC):
+    """Evaluates batches of candidates. ``capacity``: how many it evaluates at once; the search proposes batches at
+    least this wide so that none of it idles."""
+
+    capacity: int = 1
+
+    @abstractmethod
+    def evaluate(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
+                 on_stage: OnStage) -> list[Evaluation]:
+        """Each candidate's evaluation, in the candidates' order."""
+
+    def describe(self) -> str:
+        """What it runs on, in words, for the progress display and the session's record."""
+        return type(self).__name__
+
+    def close(self) -> None:
+        """Release what it holds (worker pools, cluster connections)."""
+
+
+class LocalExecutor(Executor):
+    """This host: builds on up to ``builders`` threads (each build is an isolated worker process), check and
+    timing one candidate at a time per lane."""
+
+    def __init__(self, lanes: TimingLanes | None = None, builders: int = 1) -> None:
+        self.lanes = lanes or TimingLanes()
+        self.builders = max(1, builders)
+        self.capacity = max(self.builders, len(self.lanes.envs))
+        self._free: queue.Queue[dict[str, str]] = queue.Queue()
+        for env in self.lanes.envs:
+            self._free.put(env)
+        self._quiet = QuietHost() if self.lanes.quiet_host else None
+
+    def describe(self) -> str:
+        lanes = len(self.lanes.envs)
+        return (f"this host: {self.builders} build{'s' if self.builders > 1 else ''} at once, {lanes} timing "
+                f"lane{'s' if lanes > 1 else ''}" + (" (the host quiet while timing)" if self._quiet else ""))
+
+    def evaluate(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
+                 on_stage: OnStage) -> list[Evaluation]:
+        def one(index: int) -> Evaluation:
+            return self._evaluate_one(candidates[index], problem, target_name, config,
+                                      lambda stage: on_stage(index, stage))
+
+        if self.capacity == 1 or len(candidates) == 1:  # in the caller's thread: Ctrl-C reaches it at once
+            return [one(i) for i in range(len(candidates))]
+        with ThreadPoolExecutor(max_workers=min(self.capacity, len(candidates)),
+                                thread_name_prefix="kevolve-eval") as pool:
+            return list(pool.map(one, range(len(candidates))))
+
+    def _evaluate_one(self, candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
+                      on_stage: Callable[[str], None]) -> Evaluation:
+        clock = StageClock(on_stage)
+        with self._quiet.building() if self._quiet else nullcontext():
+            built = build_candidate(candidate, problem, target_name, config, clock)
+        if isinstance(built, Evaluation):
+            return finish(built, problem, config, clock)
+        with self._lane(clock) as env, self._quiet.timing() if self._quiet else nullcontext():
+            return finish(built, problem, config, clock, env)
+
+    @contextmanager
+    def _lane(self, clock: StageClock) -> Iterator[dict[str, str]]:
+        try:
+            env = self._free.get_nowait()
+        except queue.Empty:
+            clock("waiting for a timing lane")
+            env = self._free.get()
+        try:
+            yield env
+        finally:
+            self._free.put(env)
+
+
+class QuietHost:
+    """Builds share the host; a timed kernel has it alone. A kernel waiting to be timed goes before builds that
+    have not started, so a stream of builds cannot hold the timing back."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._builds = self._waiting = 0
+        self._timing = False
+
+    @contextmanager
+    def building(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._timing and not self._waiting)
+            self._builds += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._builds -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: not self._timing and not self._builds)
+            self._waiting -= 1
+            self._timing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._timing = False
+                self._cond.notify_all()
+
+
+def make_executor(spec: str | Executor | None, registered: RegisteredTarget) -> Executor:
+    """The executor ``spec`` names for a target: ``local`` (the default: as many builds at once as the host has
+    cores beside its timing lanes, one where timing needs the host quiet), ``local:N`` (N builds at once),
+    ``ray`` (a Ray cluster: the one ``RAY_ADDRESS`` names, else a local one) or ``ray:ADDRESS``."""
+    if isinstance(spec, Executor):
+        return spec
+    kind, _, option = (spec or "local").partition(":")
+    lanes = registered.backend.timing_lanes(registered.spec)
+    if kind == "local":
+        if option and not (option.isdigit() and int(option) > 0):
+            raise KevolveError(f"executor 'local:{option}': give how many builds run at once, e.g. local:4")
+        default = 1 if lanes.quiet_host else max(1, (os.cpu_count() or 1) - len(lanes.envs))
+        return LocalExecutor(lanes, int(option) if option else default)
+    if kind == "ray":
+        from kevolve.harness.ray_executor import RayExecutor
+
+        return RayExecutor(registered, address=option or None)
+    raise KevolveError(f"unknown executor {spec!r}; choose local, local:N, ray or ray:ADDRESS")

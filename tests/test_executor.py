@@ -1,0 +1,90 @@
+"""Several candidates evaluated at once (kevolve.harness.executor): the same tree as one at a time, each timing
+lane used by one candidate at a time, and a host that times on its own cores kept quiet while it times."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+import kevolve
+import pytest
+from kevolve.backend import TimingLanes
+from kevolve.errors import KevolveError
+from kevolve.harness.executor import LocalExecutor, QuietHost, make_executor
+from test_search import tree_shape
+
+
+def test_builds_at_once_and_two_lanes_grow_the_same_tree_as_one_candidate_at_a_time(fake_plugin, tmp_path,
+                                                                                     fast_harness):
+    one = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "a.sqlite", batch=3,
+                           harness=fast_harness, executor=LocalExecutor(TimingLanes(), builders=1))
+    lanes = TimingLanes(({"FAKE_LANE": "0"}, {"FAKE_LANE": "1"}), quiet_host=False)
+    many = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "b.sqlite", batch=3,
+                            harness=fast_harness, executor=LocalExecutor(lanes, builders=3))
+    assert tree_shape(one) == tree_shape(many)
+    assert [n.evaluation.fitness for n in one.nodes] == [n.evaluation.fitness for n in many.nodes]
+
+
+def test_each_lane_times_one_candidate_at_a_time_and_the_lanes_time_together(fake_plugin, tmp_path, fast_harness):
+    log = tmp_path / "events.log"
+    lanes = TimingLanes(tuple({"FAKE_LANE": lane, "FAKE_EVENT_LOG": str(log), "FAKE_TIMING_DELAY_S": "1"}
+                              for lane in "01"), quiet_host=False)
+    result = kevolve.optimize("relu", target="fake", budget=4, seed=0, store=tmp_path / "s.sqlite", batch=4,
+                              harness=fast_harness, executor=LocalExecutor(lanes, builders=4))
+    assert len(result.nodes) == 4 and all(n.evaluation.correct for n in result.nodes)
+    events = [(lane, float(a), float(b)) for lane, a, b in (line.split() for line in log.read_text().splitlines())]
+    assert {lane for lane, _, _ in events} == {"0", "1"}
+    for lane in "01":
+        spans = sorted((a, b) for name, a, b in events if name == lane)
+        assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), spans
+    assert any(a0 < b1 and a1 < b0 for l0, a0, b0 in events for l1, a1, b1 in events if l0 != l1), events
+    assert "evaluations at once" in result.summary()
+
+
+def test_a_timed_kernel_waits_for_running_builds_and_holds_back_new_ones():
+    host, order = QuietHost(), []
+    started, release = threading.Event(), threading.Event()
+
+    def first_build():
+        with host.building():
+            order.append("build 1")
+            started.set()
+            release.wait(10)
+            order.append("build 1 done")
+
+    def timing():
+        with host.timing():
+            order.append("timing")
+            time.sleep(0.05)
+            order.append("timing done")
+
+    def second_build():
+        with host.building():
+            order.append("build 2")
+
+    threads = [threading.Thread(target=first_build)]
+    threads[0].start()
+    started.wait(10)
+    threads.append(threading.Thread(target=timing))
+    threads[1].start()
+    while not host._waiting:  # the timing is queued behind the running build
+        time.sleep(0.001)
+    threads.append(threading.Thread(target=second_build))
+    threads[2].start()
+    time.sleep(0.05)
+    assert order == ["build 1"]  # neither the timing nor a new build runs beside the first build
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["build 1", "build 1 done", "timing", "timing done", "build 2"]
+
+
+def test_an_executor_that_cannot_be_made_says_what_to_write(fake_plugin):
+    registered = fake_plugin.target("fake")
+    with pytest.raises(KevolveError, match="local:4"):
+        make_executor("local:many", registered)
+    with pytest.raises(KevolveError, match="choose local, local:N, ray or ray:ADDRESS"):
+        make_executor("dask", registered)
+    assert make_executor("local:3", registered).capacity == 3
+    assert make_executor(None, registered).capacity == 1  # the fake target times on the host's cores
