@@ -36,7 +36,7 @@ import kevolve  # noqa: E402
 from kevolve.cli import main  # noqa: E402
 from kevolve.store import Store  # noqa: E402
 
-GOOD = (ROOT / "tests" / "kernels" / "softmax_ok.cpp").read_text()
+GOOD = (ROOT / "backends" / "cpu" / "tests" / "kernels" / "softmax_ok.cpp").read_text()
 FAST = GOOD.replace("    for (int64_t r = 0; r < rows; ++r) {", "    #pragma omp parallel for\n"
                     "    for (int64_t r = 0; r < rows; ++r) {")
 SLOW = GOOD.replace("for (int64_t c = 0; c < cols; ++c) m = xr[c] > m ? xr[c] : m;",

@@ -1,5 +1,6 @@
 """Write ``tests/slow_tests.txt``, the tests the fast tier (``pytest -m "not slow"``) leaves out, from a full
-run's timings: ``python -m pytest -q -n 3 --durations=0 tests > LOG``, then ``python tests/list_slow_tests.py LOG``.
+run's timings: ``python -m pytest -q -n 3 --durations=0 tests backends/*/tests > LOG``, then
+``python tests/list_slow_tests.py LOG``. Its lines are pytest's node ids, relative to the repository root.
 A test function is slow when one of its cases took ``--seconds`` or more (setup, call and teardown together)."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ RUN_COMMAND = ("python3 -m venv .venv && . .venv/bin/activate && pip install tor
 TEST_COMMAND = ("python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 ./core ./backends/cpu "
                 "./backends/triton './backends/nvidia[cuda]' ./backends/amd ./backends/mtia_sim ./providers/anthropic "
                 "./providers/openai pytest pytest-xdist jsonschema && python -m pytest -q -n 3 --dist worksteal "
-                "--durations=30 tests")
+                "--durations=30 tests backends/*/tests")
 README_MAX_LINES = 150
 
 

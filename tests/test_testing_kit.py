@@ -1,6 +1,7 @@
 """kevolve.testing: the tutorial's backend, written into a temporary folder from the tutorial page, passes the
 contract suite through the two lines its docs show; each check fails on a copy of that backend with one defect.
-The built-in backends run the same suite from their own folders (tests/cpu, tests/mtia_sim)."""
+The built-in backends run the same suite from their own folders (backends/cpu/tests, backends/amd/tests,
+backends/mtia_sim/tests)."""
 
 from __future__ import annotations
 

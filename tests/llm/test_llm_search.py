@@ -16,7 +16,7 @@ from kevolve.cli import main
 from kevolve.store import Store
 from kevolve.trajectories import schema
 
-KERNELS = Path(__file__).parents[1] / "kernels"
+KERNELS = Path(__file__).parents[2] / "backends/cpu/tests/kernels"  # the cpu target's C++ test kernels
 GOOD = (KERNELS / "softmax_ok.cpp").read_text()
 WRONG = (KERNELS / "zeros.cpp").read_text()
 BROKEN = GOOD.replace("return 0;", "return 0")  # a syntax error g++ reports

@@ -15,7 +15,7 @@ from kevolve.harness.pipeline import HarnessConfig
 from kevolve.harness.watch import processes
 from triton_cases import TARGET
 
-BASE = (Path(__file__).parent.parent / "kernels" / "build_cheats" / "relu_base.py").read_text()
+BASE = (Path(__file__).parent / "kernels" / "build_cheats" / "relu_base.py").read_text()
 
 #: module code appended to an honest kernel file, what the evaluation must say, and the harness's time limit
 #: (the cases that compile for real get the time a loaded machine needs for it)

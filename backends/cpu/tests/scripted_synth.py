@@ -1,4 +1,4 @@
-"""A synthesizer that proposes the files of tests/kernels in a fixed order: the cheats first, the honest
+"""A synthesizer that proposes the files of backends/cpu/tests/kernels in a fixed order: the cheats first, the honest
 kernel last. It shows that the search records every failure and carries on."""
 
 from __future__ import annotations

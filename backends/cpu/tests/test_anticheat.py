@@ -10,7 +10,7 @@ import pytest
 import kevolve
 from kevolve.harness.pipeline import HarnessConfig
 
-KERNELS = Path(__file__).parent.parent / "kernels"
+KERNELS = Path(__file__).parent / "kernels"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import torch
 import kevolve
 from kevolve.harness.pipeline import HarnessConfig
 
-CHEATS = Path(__file__).parent.parent / "kernels" / "cheats"
+CHEATS = Path(__file__).parent / "kernels" / "cheats"
 
 
 @pytest.fixture

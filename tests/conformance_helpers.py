@@ -1,4 +1,5 @@
-"""Helpers the conformance tests share (imported by name: pytest puts this directory on the path)."""
+"""Helpers the conformance tests share, in tests/, backends/cpu/tests and backends/triton/tests (imported by name:
+pytest's ``pythonpath`` setting puts tests/ on the path)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import kevolve
 from kevolve.errors import KernelFileError, StoreError
 from kevolve.store import Store
 
-KERNELS = Path(__file__).parent.parent / "kernels"
+KERNELS = Path(__file__).parent / "kernels"
 
 
 def cli(*args, store):

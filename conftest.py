@@ -1,3 +1,8 @@
+"""Fixtures every test folder shares: the core's tests in ``tests/`` and each backend's in ``backends/<name>/tests/``
+(a conftest at the repository root reaches both). The helper modules the tests import by name (``fake_backend``,
+``problem_fns``, ``conformance_helpers``, ...) live in ``tests/``, which the ``pythonpath`` setting of
+``pyproject.toml`` puts on ``sys.path`` whichever folder pytest runs."""
+
 from __future__ import annotations
 
 import os
@@ -112,7 +117,7 @@ def fake_plugin():
 
 
 #: test functions the fast tier leaves out, measured (tests/list_slow_tests.py writes the list)
-SLOW = set((Path(__file__).parent / "slow_tests.txt").read_text().split())
+SLOW = set((Path(__file__).parent / "tests" / "slow_tests.txt").read_text().split())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,6 +10,7 @@ for sm_90 and gfx942.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import os
 import subprocess
@@ -62,8 +63,8 @@ def _in_interpreter(check: str, folder) -> None:
     """Run ``check(folder)`` of this file in a fresh Python started with TRITON_INTERPRET=1: Triton makes its
     own @jit helpers (tl.sum, tl.cumprod, ...) interpreted or compiled once, when it is first imported."""
     code = f"import runpy; runpy.run_path({__file__!r})[{check!r}]({str(folder)!r})"
-    here = str(Path(__file__).parent)  # this file imports the directory's shared helpers
-    path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    helpers = str(Path(inspect.getfile(every_sample_passes)).parent)  # tests/, where this file's helpers are
+    path = os.pathsep.join(filter(None, [helpers, os.environ.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path})
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -17,7 +17,7 @@ from kevolve.harness.pipeline import HarnessConfig
 pytest.importorskip("kevolve_nvidia")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
 
-KERNELS = Path(__file__).parent.parent / "kernels"
+KERNELS = Path(__file__).parent / "kernels"
 
 
 def evaluate(path: Path, tmp_path: Path):

@@ -10,7 +10,7 @@ import kevolve
 import pytest
 from kevolve.errors import KevolveError
 
-KERNELS = Path(__file__).parent.parent / "kernels"
+KERNELS = Path(__file__).parent / "kernels"
 
 
 def test_max_autotune_is_timed_beside_eager(fast_harness):
