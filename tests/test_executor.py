@@ -11,7 +11,8 @@ import kevolve
 import pytest
 from kevolve.backend import TimingLanes
 from kevolve.errors import KevolveError
-from kevolve.harness.executor import LocalExecutor, QuietHost, make_executor
+from kevolve.harness.executor import LocalExecutor, QuietHost
+from kevolve.harness.executors import make_executor
 from test_search import tree_shape
 
 

@@ -16,7 +16,8 @@ from kevolve.errors import KernelFileError, KevolveError, SearchInterrupted
 from kevolve.harness.baselines import check_baselines
 from kevolve.harness.capacity import check_fits
 from kevolve.harness.evaluation import Evaluation
-from kevolve.harness.executor import Executor, make_executor
+from kevolve.harness.executor import Executor
+from kevolve.harness.executors import make_executor
 from kevolve.harness.pipeline import HarnessConfig, evaluate_candidate
 from kevolve.paths import default_store_path
 from kevolve.plugins import get_manager
