@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 pytest.importorskip("expecttest")
 pytest.importorskip("triton")
@@ -47,18 +48,36 @@ def test_bucketize_passes_and_the_wrong_side_fails(db, tmp_path):
     bucketize_with_sides_swapped_fails(nvidia, db, tmp_path)
 
 
-def _scatter_kernel(tmp_path, monkeypatch, reduce: str, include_self: bool):
-    """The Triton scatter kernel for these attributes, loaded under the interpreter."""
+def _scatter_kernel(tmp_path, monkeypatch, reduce: str, include_self: bool, dtype: str = "float32",
+                    source: list[str] | None = None):
+    """The Triton scatter kernel for these attributes, loaded under the interpreter (its text in ``source``)."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    kernel = KernelSpec("scatter_reduce", (("in0", "float32"), ("in1", "int64"), ("in2", "float32"),
-                                           ("in3", "int64")), ("float32",), None, "scatter",
+    kernel = KernelSpec("scatter_reduce", (("in0", dtype), ("in1", "int64"), ("in2", dtype),
+                                           ("in3", "int64")), (dtype,), None, "scatter",
                         attrs={"reduce": reduce, "include_self": include_self, "alpha": 1.0})
     problem = ConformanceProblem(kernel)
     recipe = TritonAtenScatter()
     assert recipe.supports(problem)
-    path = tmp_path / f"{reduce}_{include_self}.py"
+    path = tmp_path / f"{reduce}_{include_self}_{dtype}.py"
     path.write_text(recipe.render(problem, {"BLOCK": 64}))
+    if source is not None:
+        source.append(path.read_text())
     return load_kernel_module(str(path))[1]
+
+
+def test_an_integer_scatter_add_adds_every_element_at_once_and_matches_pytorch(tmp_path, monkeypatch):
+    """One lane per index element, added atomically (a 1-D scatter was one lane walking all of them: 29 ms for
+    the ads model's 106k marks on an H200), with duplicates, out-of-range-free targets and both dims."""
+    source: list[str] = []
+    kernel = _scatter_kernel(tmp_path, monkeypatch, "sum", True, "int64", source)
+    assert "tl.atomic_add" in source[0]
+    gen = torch.Generator().manual_seed(0)
+    for dim, x, index in ((0, torch.randint(-5, 5, (700,), generator=gen), torch.randint(0, 700, (3000,), generator=gen)),
+                          (1, torch.randint(-5, 5, (3, 40), generator=gen), torch.randint(0, 40, (3, 90), generator=gen))):
+        src = torch.randint(-9, 9, index.shape, generator=gen)
+        out = torch.full_like(x, -123)
+        kernel([x, index, src, torch.tensor([dim, 0])], [out])
+        assert torch.equal(out, x.scatter_add(dim, index, src)), dim
 
 
 @pytest.mark.parametrize(("reduce", "include_self", "expected"), SCATTER_BY_HAND)

@@ -130,12 +130,13 @@ def _hand_computed(tmp_path) -> None:
     (out,) = _call(lcse, torch.tensor([-INF, INF, 1.0, INF, NAN, 2.0]).reshape(1, 6, 1), ((6,), torch.float32))
     torch.testing.assert_close(out, torch.tensor([-INF, INF, INF, INF, NAN, NAN]), equal_nan=True)
     # integer cumsum, exact past 2**53 (a float accumulator would round): lines in tiles longer than one
-    # BLOCK, and the element-by-element walk where lines are not contiguous (inner > 1)
+    # BLOCK, a few long lines scanned tile by tile in parallel (each tile offset by the sums of those before it,
+    # summed in BLOCK-wide steps past 256 tiles), and the element-by-element walk where lines are not contiguous
     gen = torch.Generator().manual_seed(0)
     for dtype in (torch.int64, torch.int32):
         cumsum = _kernel(tmp_path, "cumsum", "scan", str(dtype).split(".")[1], ("int64",), {"dtype": None})
         big = 2 ** 40 if dtype == torch.int64 else 2 ** 20
-        for shape in ((1, 700, 1), (3, 5, 1), (2, 300, 3)):
+        for shape in ((1, 700, 1), (3, 5, 1), (2, 300, 3), (2, 2300, 1), (1, 70000, 1)):
             x = torch.randint(-big, big, shape, generator=gen, dtype=dtype)
             (out,) = _call(cumsum, x, (shape, torch.int64))
             assert torch.equal(out, x.cumsum(1)), (dtype, shape)

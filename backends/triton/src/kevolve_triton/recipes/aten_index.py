@@ -261,6 +261,11 @@ class TritonAtenScatter(_IndexRecipe):
                  mask=ok)"""
         # ATen combines 16-bit floats in float32 and rounds each output once (index_add: every step)
         scratch = xt in ("bfloat16", "float16") and k.attrs.get("rounding", "once") == "once"
+        if xt in ("int32", "int64") and reduce == "sum" and not reset and alpha == int(alpha):
+            # an integer sum is the same in any order: one lane per element of the domain, added atomically,
+            # instead of one lane walking each column (a 1-D scatter is one column: a 100k-long serial walk)
+            kernels = _COPY_KERNEL + self._atomic_kernel(ct, const_src, k.attrs.get("src"), int(alpha))
+            return kernels, self._launcher(dtypes, const_src, False, False, params, atomic=True)
         kernels = _COPY_KERNEL + (_SCRATCH_KERNELS if scratch else "") + self._scatter_kernel(ct, combine, value,
                                                                                             reset, scratch)
         if reduce == "mean":
@@ -324,6 +329,42 @@ def _kv_scatter(idx_ptr, {"src_ptr, " if src else ""}p_ptr, out_ptr, {_args("xsh
 """
 
     @staticmethod
+    def _atomic_kernel(ct: str, const_src: bool, constant: Any, alpha: int) -> str:
+        """out[c with c[dim] = index[c]] += src[c], one lane per element c of the domain, atomically."""
+        def per_dim(i: int) -> list[str]:
+            lines = [f"at_dim = dim == {i}",
+                     f"dom = tl.where(from_src != 0, ssh{i}, ish{i})" if not const_src else f"dom = ish{i}",
+                     "c = rest % dom",
+                     "rest = rest // dom",
+                     f"bi += c * ist{i}",
+                     f"bo += tl.where(at_dim, 0, c * xst{i})",
+                     f"size = tl.where(at_dim, xsh{i}, size)",
+                     f"step = tl.where(at_dim, xst{i}, step)"]
+            return lines + ([] if const_src else [f"bs += c * sst{i}"])
+
+        value = (f"tl.full([BLOCK], {int(constant)}, {ct})" if const_src
+                 else f"tl.load(src_ptr + bs, mask=ok, other=0).to({ct})")
+        value = value if alpha == 1 else f"{alpha} * {value}"
+        return f"""@triton.jit
+def _kv_scatter_add(idx_ptr, {"" if const_src else "src_ptr, "}p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "ist")},
+                    {"" if const_src else _args("ssh", "sst") + ", "}RANK: tl.constexpr, BLOCK: tl.constexpr):
+    q = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    active = q < n
+    dim = tl.load(p_ptr)
+    from_src = tl.load(p_ptr + 1)
+    rest = q
+    bi = q * 0
+    bo = q * 0
+    bs = q * 0
+    size = dim * 0
+    step = dim * 0
+{_innermost_first(per_dim)}
+    target = tl.load(idx_ptr + bi, mask=active, other=-1).to(tl.int64)
+    ok = active & (target >= 0) & (target < size)
+    tl.atomic_add(out_ptr + bo + target * step, ({value}).to(out_ptr.dtype.element_ty), mask=ok)
+"""
+
+    @staticmethod
     def _mean_kernel(ct: str, include_self: bool) -> str:
         """Each output element divided by how many source elements landed on it (plus one for itself with
         include_self), as ATen's mean: count them by walking the element's column."""
@@ -363,7 +404,8 @@ def _kv_scatter_mean(idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "is
 """
 
     @staticmethod
-    def _launcher(dtypes: list[str], const_src: bool, mean: bool, scratch: bool, params: dict[str, Any]) -> str:
+    def _launcher(dtypes: list[str], const_src: bool, mean: bool, scratch: bool, params: dict[str, Any],
+                  atomic: bool = False) -> str:
         block, launch = params["BLOCK"], launch_args(params, contract=False)
         copies = (f"""
     acc = out.new_empty((n, 2))
@@ -375,6 +417,10 @@ def _kv_scatter_mean(idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "is
         unpack = "x, index, params = inputs" if const_src else "x, index, src, params = inputs"
         geometry = "_pad(x.shape) + _pad(x.stride()) + _pad(index.shape) + _pad(_strides(index))"
         source_args = "" if const_src else " + _pad(src.shape) + _pad(src.stride())"
+        walk = (f"""_kv_scatter_add[(triton.cdiv(total, {block}),)]({tensors}, total, *geometry{source_args}, RANK=rank,
+                                                    BLOCK={block}{launch})""" if atomic else
+                f"""_kv_scatter[(triton.cdiv(columns, {block}),)]({tensors}, *geometry{source_args}, RANK=rank,
+                                                  BLOCK={block}{launch})""")
         mean_launch = "" if not mean else f"""
     _kv_scatter_mean[(triton.cdiv(n, {block}),)](index, params, out, n, *geometry, *_pad({src}.shape),
                                                   *_pad({src}.stride()), RANK=rank, BLOCK={block}{launch})"""
@@ -401,8 +447,7 @@ def _kv_scatter_mean(idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "is
         total *= size
     columns = total // min(domain)
     geometry = {geometry}{copies[0]}
-    _kv_scatter[(triton.cdiv(columns, {block}),)]({tensors}, *geometry{source_args}, RANK=rank,
-                                                  BLOCK={block}{launch}){copies[1]}{mean_launch}
+    {walk}{copies[1]}{mean_launch}
 """
 
 

@@ -406,14 +406,51 @@ def _kv_scan_lines_kernel(x_ptr, out0_ptr, L, BLOCK_L: tl.constexpr):
         m = start + j < L
         v = tl.load(x_ptr + base + start + j, mask=m, other=0).to(tl.int64)
         tl.store(out0_ptr + base + start + j, tl.cumsum(v, 0) + carry, mask=m)
-        carry += tl.sum(v, 0)'''
+        carry += tl.sum(v, 0)
+
+
+@triton.jit
+def _kv_tile_sums_kernel(x_ptr, sums_ptr, L, n_tiles, BLOCK_L: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    line = pid // n_tiles
+    start = (pid - line * n_tiles) * BLOCK_L
+    j = tl.arange(0, BLOCK_L).to(tl.int64)
+    v = tl.load(x_ptr + line * L + start + j, mask=start + j < L, other=0).to(tl.int64)
+    tl.store(sums_ptr + pid, tl.sum(v, 0))
+
+
+@triton.jit
+def _kv_tiles_scan_kernel(x_ptr, out0_ptr, sums_ptr, L, n_tiles, BLOCK_L: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    line = pid // n_tiles
+    tile = pid - line * n_tiles
+    j = tl.arange(0, BLOCK_L).to(tl.int64)
+    carry = tl.zeros([BLOCK_L], tl.int64)
+    for s in range(0, tile, BLOCK_L):  # the sum of the tiles before this one
+        carry += tl.load(sums_ptr + line * n_tiles + s + j, mask=s + j < tile, other=0)
+    start = tile * BLOCK_L
+    m = start + j < L
+    v = tl.load(x_ptr + line * L + start + j, mask=m, other=0).to(tl.int64)
+    tl.store(out0_ptr + line * L + start + j, tl.cumsum(v, 0) + tl.sum(carry, 0), mask=m)'''
+
+#: fewer lines than this, each longer than SPLIT_TILES tiles: each line's tiles are scanned in parallel (their
+#: sums first, then each tile offset by the sum of those before it) instead of by one program walking the line
+SPLIT_LINES, SPLIT_TILES = 64, 4
 
 
 def _scan_launcher(k: Any, params: dict[str, Any], tiled: bool) -> str:
     outs = "".join(f", outputs[{i}]" for i in range(len(k.outputs)))
     block = params["BLOCK"]
-    lines = f"""    if inner == 1:
-        _kv_scan_lines_kernel[(outer,)](x{outs}, L, BLOCK_L=min(_pow2(L), {block}){launch_args(params, contract=False)})
+    launch = launch_args(params, contract=False)
+    split = f"""    if inner == 1 and outer < {SPLIT_LINES} and L > {SPLIT_TILES * block}:
+        n_tiles = triton.cdiv(L, {block})
+        sums = outputs[0].new_empty((outer * n_tiles,))
+        _kv_tile_sums_kernel[(outer * n_tiles,)](x, sums, L, n_tiles, BLOCK_L={block}{launch})
+        _kv_tiles_scan_kernel[(outer * n_tiles,)](x{outs}, sums, L, n_tiles, BLOCK_L={block}{launch})
+        return
+""" if k.outputs[0] == "int64" else ""  # the tiles' sums kept in the output's own type
+    lines = split + f"""    if inner == 1:
+        _kv_scan_lines_kernel[(outer,)](x{outs}, L, BLOCK_L=min(_pow2(L), {block}){launch})
         return
 """ if tiled else ""
     return _HOST + f"""def kernel(inputs, outputs):
