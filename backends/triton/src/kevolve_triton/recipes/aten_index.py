@@ -235,6 +235,16 @@ def _kv_gather(x_ptr, idx_ptr, p_ptr, out_ptr, n, {_args("xsh", "xst", "ish", "i
 
 # --- scatter -----------------------------------------------------------------------------------------------------
 
+#: a scatter kernel's start, its lanes' flat positions in ``q``: the parameters (dim; whether the domain is the
+#: source's shape) and the offsets into index, out and source that the walk over the dimensions builds
+_SCATTER_START = """    dim = tl.load(p_ptr)
+    from_src = tl.load(p_ptr + 1)
+    rest = q
+    bi = q * 0
+    bo = q * 0
+    bs = q * 0"""
+
+
 class TritonAtenScatter(_IndexRecipe):
     """out = x, then out[c with c[dim] = index[c]] = combine(out[...], src[c]) over the domain (the index's
     elements, or the source's with the index broadcast: index_add), in order along dim, one lane per column."""
@@ -302,12 +312,7 @@ def _kv_scatter(idx_ptr, {"src_ptr, " if src else ""}p_ptr, out_ptr, {_args("xsh
                 {_args("ssh", "sst") + ", " if src else ""}RANK: tl.constexpr, BLOCK: tl.constexpr):
 {widen}    start = tl.program_id(0).to(tl.int64) * BLOCK
     q = start + tl.arange(0, BLOCK)
-    dim = tl.load(p_ptr)
-    from_src = tl.load(p_ptr + 1)
-    rest = q
-    bi = q * 0
-    bo = q * 0
-    bs = q * 0
+{_SCATTER_START}
     zero = dim * 0
     columns = zero + 1
     steps_all = zero
@@ -350,12 +355,7 @@ def _kv_scatter_add(idx_ptr, {"" if const_src else "src_ptr, "}p_ptr, out_ptr, n
                     {"" if const_src else _args("ssh", "sst") + ", "}RANK: tl.constexpr, BLOCK: tl.constexpr):
     q = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     active = q < n
-    dim = tl.load(p_ptr)
-    from_src = tl.load(p_ptr + 1)
-    rest = q
-    bi = q * 0
-    bo = q * 0
-    bs = q * 0
+{_SCATTER_START}
     size = dim * 0
     step = dim * 0
 {_innermost_first(per_dim)}
