@@ -43,11 +43,11 @@ def _tasks_running(name: str) -> list[int]:
 
 def test_a_search_on_ray_grows_the_same_tree_as_the_local_pool(cluster, fake_plugin, tmp_path, fast_harness):
     registered = fake_plugin.target("fake")
-    on_ray = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "ray.sqlite",
+    on_ray = kevolve.optimize("relu", target="fake", budget=4, seed=3, store=tmp_path / "ray.sqlite",
                               harness=fast_harness, executor=RayExecutor(registered, capacity=2))
-    local = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "local.sqlite",
+    local = kevolve.optimize("relu", target="fake", budget=4, seed=3, store=tmp_path / "local.sqlite",
                              harness=fast_harness, executor=LocalExecutor(TimingLanes(), builders=2))
-    assert len(on_ray.nodes) == 6 and on_ray.correct
+    assert len(on_ray.nodes) == 4 and on_ray.correct
     assert tree_shape(on_ray) == tree_shape(local)
     assert [n.evaluation.fitness for n in on_ray.nodes] == [n.evaluation.fitness for n in local.nodes]
 
