@@ -23,17 +23,8 @@ import pluggy
 
 from kevolve import hookspecs
 from kevolve.knowledge import KnowledgeBase, local_embedder
-from kevolve.registry import (
-    NOT_A_PLUGIN,
-    DocsRegistry,
-    OpRegistry,
-    PluginFailure,
-    RegisteredTarget,
-    RegistrationLog,
-    Registry,
-    SynthesizerRegistry,
-    TargetRegistry,
-)
+from kevolve.registry import (NOT_A_PLUGIN, DocsRegistry, OpRegistry, PluginFailure, RegisteredTarget,
+                              RegistrationLog, Registry, SynthesizerRegistry, TargetRegistry)
 
 ENTRY_POINT_GROUP = "kevolve"
 
@@ -182,13 +173,8 @@ def worker_bootstrap() -> dict[str, Any]:
 def adopt_bootstrap(bootstrap: dict[str, Any]) -> Manager:
     """In a worker or helper process: load the plugins :func:`worker_bootstrap` named and make them this
     process's manager, so problems rebuilt from specs see the same ops. A process that runs many tasks (a Ray
-    worker) adopts each bootstrap once."""
+    worker) builds each bootstrap's plugins once."""
     global get_manager
-    key = json.dumps(bootstrap, sort_keys=True, default=str)
-    if key in _adopted:
-        manager = _adopted[key]
-        get_manager = lambda: manager
-        return manager
     for entry in bootstrap["sys_path"]:
         if entry not in sys.path:
             sys.path.append(entry)
@@ -197,7 +183,10 @@ def adopt_bootstrap(bootstrap: dict[str, Any]) -> Manager:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    manager = _adopted[key] = build_manager(bootstrap["modules"])
+    key = json.dumps(bootstrap, sort_keys=True, default=str)
+    if key not in _adopted:
+        _adopted[key] = build_manager(bootstrap["modules"])
+    manager = _adopted[key]
     getattr(get_manager, "cache_clear", lambda: None)()  # the first adoption replaces the cached lookup
     get_manager = lambda: manager
     return manager

@@ -119,14 +119,14 @@ class Search:
             for start in range(0, len(fresh), width):
                 if self._should_stop(started):
                     break
-                group: dict[str, Candidate] = {}
+                group: list[Candidate] = []
                 for candidate in fresh[start:start + width]:
-                    key = candidate.source_hash if not candidate.error else f"error {len(group)}"
-                    if candidate.error or (key not in self.tree.by_hash and key not in group):
-                        group[key] = candidate
+                    if candidate.error or (candidate.source_hash not in self.tree.by_hash
+                                           and all(c.error or c.source_hash != candidate.source_hash for c in group)):
+                        group.append(candidate)
                 room = self.budget.candidates - self.evaluated_count()
                 if group:
-                    self._evaluate(parent_id, memory_op, list(group.values())[:room])
+                    self._evaluate(parent_id, memory_op, group[:room])
 
     def _should_stop(self, started: float) -> str:
         if self.evaluated_count() >= self.budget.candidates:
