@@ -6,8 +6,9 @@ tree depends only on its seed. ``fake_tiny`` has absurdly low bandwidth, so ever
 
 For fault injection: a kernel declaring ``SPREAD = s`` gets one timing sample in three (1 + s) times slower (a
 disturbed measurement), and ``FAKE_TIMING_DELAY_S`` in the environment makes every timing take that long (a
-search slow enough to be interrupted mid-evaluation). With ``FAKE_EVENT_LOG`` set, each timing appends
-``LANE START END`` to that file (``FAKE_LANE`` names the lane), so a test can see what ran at once.
+search slow enough to be interrupted mid-evaluation). ``FAKE_LANE`` names a device of the host's: workers that
+see the same one take turns on it (as on a GPU) instead of sharing the host's cores. With ``FAKE_EVENT_LOG``
+set, each timing appends ``LANE START END`` to that file, so a test can see what ran at once.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ class PyRunner(Runner):
             module.kernel([t.numpy() for t in inputs], [t.numpy() for t in outputs])
 
         return call
+
+    def device_key(self):
+        return f"fake-lane-{os.environ['FAKE_LANE']}" if "FAKE_LANE" in os.environ else None
 
     def time_interleaved(self, thunks, *, repeats, inner, host_clock=False):
         for thunk in thunks.values():

@@ -13,6 +13,7 @@ from kevolve.backend import TimingLanes
 from kevolve.errors import KevolveError
 from kevolve.harness.executor import LocalExecutor, QuietHost
 from kevolve.harness.executors import make_executor
+from kevolve.harness.isolation import RunningClock, run_isolated
 from test_search import tree_shape
 
 
@@ -28,12 +29,16 @@ def test_builds_at_once_and_two_lanes_grow_the_same_tree_as_one_candidate_at_a_t
 
 
 def test_each_lane_times_one_candidate_at_a_time_and_the_lanes_time_together(fake_plugin, tmp_path, fast_harness):
+    """Two workers per lane: one on the device, the other ready and waiting for it."""
     log = tmp_path / "events.log"
-    lanes = TimingLanes(tuple({"FAKE_LANE": lane, "FAKE_EVENT_LOG": str(log), "FAKE_TIMING_DELAY_S": "1"}
+    lanes = TimingLanes(tuple({"FAKE_LANE": lane, "FAKE_EVENT_LOG": str(log), "FAKE_TIMING_DELAY_S": "3"}
                               for lane in "01"), quiet_host=False)
     result = kevolve.optimize("relu", target="fake", budget=4, seed=0, store=tmp_path / "s.sqlite", batch=4,
                               harness=fast_harness, executor=LocalExecutor(lanes, builders=4))
-    assert len(result.nodes) == 4 and all(n.evaluation.correct for n in result.nodes)
+    assert len(result.nodes) == 4 and all(n.evaluation.correct for n in result.nodes), \
+        [n.evaluation.reason for n in result.nodes]
+    waited = sorted(n.evaluation.stage_s.get("wait", 0.0) for n in result.nodes)
+    assert waited[0] < 1 and waited[-1] > 2, waited  # the second on each lane waited for the first's timing
     events = [(lane, float(a), float(b)) for lane, a, b in (line.split() for line in log.read_text().splitlines())]
     assert {lane for lane, _, _ in events} == {"0", "1"}
     for lane in "01":
@@ -89,3 +94,29 @@ def test_an_executor_that_cannot_be_made_says_what_to_write(fake_plugin):
         make_executor("dask", registered)
     assert make_executor("local:3", registered).capacity == 3
     assert make_executor(None, registered).capacity == 1  # the fake target times on the host's cores
+
+
+def test_a_worker_waits_for_its_device_off_its_clock_but_not_forever():
+    clock = RunningClock(max_pause_s=0.3)
+    time.sleep(0.05)
+    clock.pause(True)
+    time.sleep(0.2)
+    assert 0.04 <= clock.elapsed() < 0.15  # the wait is forgiven
+    time.sleep(0.3)  # 0.5 s waited: past the 0.3 s forgiven, waiting counts again
+    assert 0.24 <= clock.elapsed() < 0.4
+    clock.pause(False)
+    time.sleep(0.05)
+    assert 0.29 <= clock.elapsed() < 0.5
+
+
+def test_an_isolated_task_waiting_for_its_device_is_not_timed_out_for_it():
+    answer = run_isolated({"entry": "waiting_task:run", "wait_s": 5, "work_s": 0.5}, timeout_s=3,
+                          memory_limit_bytes=2**30)
+    assert answer["status"] == "ok", answer
+
+
+def test_a_task_that_claims_to_wait_forever_is_timed_out():
+    started = time.monotonic()
+    answer = run_isolated({"entry": "waiting_task:run", "wait_s": 60, "work_s": 0}, timeout_s=2,
+                          memory_limit_bytes=2**30)
+    assert answer["status"] == "timeout" and time.monotonic() - started < 30, answer

@@ -64,6 +64,13 @@ class TritonBackend(Backend, TritonDevice):
 
         return {} if self.gpu_here() else dict(TritonInterpreterRunner.ENV)
 
+    def build_env(self, target: TargetSpec) -> dict[str, str]:
+        """Triton imported to compile, never to interpret, on any host: the build worker compiles the file ahead of
+        time in its own process (:meth:`TritonToolchain._compile_here`)."""
+        from kevolve_triton.toolchain import ENV
+
+        return {**ENV, "TRITON_INTERPRET": "0"}
+
     def timing(self, target: TargetSpec) -> tuple[bool, str]:
         arch, here = self.target_arch(target), self.gpu_here()
         if here is None:

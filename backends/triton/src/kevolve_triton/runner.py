@@ -137,9 +137,24 @@ class TritonGpuRunner(Runner):
 
     def flush_cache(self) -> None:
         if self._flush is None:
+            self.start_device()
+        torch.sum(self._flush, dim=0, out=self._flush_sum)
+
+    def start_device(self) -> None:
+        """The context and the flush buffer: 0.8 s of a worker's first correctness call on a lent H200."""
+        if self._flush is None:
             self._flush = torch.ones(self.flush_bytes // 4, dtype=torch.float32, device=self.device)
             self._flush_sum = torch.empty((), dtype=torch.float32, device=self.device)
-        torch.sum(self._flush, dim=0, out=self._flush_sum)
+            torch.cuda.synchronize()
+
+    def device_key(self) -> str:
+        """The GPU's UUID: every worker sees its own GPU as device 0 (timing lanes set ``CUDA_VISIBLE_DEVICES``),
+        so the device's name alone would make two GPUs one lock. Where a build reports no UUID, the PCI
+        address stands in (and, failing that, the model's name: one lock for all, slower but never shared)."""
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        where = getattr(props, "uuid", "") or ":".join(str(getattr(props, f"pci_{part}_id", "")) for part in
+                                                        ("domain", "bus", "device"))
+        return f"{self.device}-{where}-{props.name}"
 
     def audit(self, kernel: KernelFn, case: AuditCase) -> Audit:
         """Its launches on the caller's stream and into its own memory, and one call captured in a CUDA graph

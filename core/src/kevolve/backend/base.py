@@ -54,6 +54,12 @@ class Backend(ABC):
         parent; workers with different environments come from different zygotes."""
         return {}
 
+    def build_env(self, target: TargetSpec) -> dict[str, str]:
+        """Environment variables the isolated build workers for ``target`` start with: by default those of the
+        workers that run kernels (:meth:`worker_env`); a backend whose build needs its runtime in another mode
+        says so here."""
+        return self.worker_env(target)
+
     def timing_lanes(self, target: TargetSpec) -> TimingLanes:
         """Where candidates for ``target`` are timed at once (see :class:`TimingLanes`). The default: one lane,
         the host quiet while it times; a backend whose devices are not the host's cores says otherwise."""

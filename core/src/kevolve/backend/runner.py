@@ -80,6 +80,18 @@ class Runner(ABC):
     def flush_cache(self) -> None:
         """Evict caches between repetitions where the runner's timing model asks for cold caches."""
 
+    def start_device(self) -> None:
+        """Start the device's runtime (its context, the buffers timing uses) before the worker waits for the
+        device: a process's start-up is not a kernel's work and need not hold the device while another
+        candidate is timed on it. Nothing to start on the host."""
+
+    def device_key(self) -> str | None:
+        """Names this device alike in every process that uses it, and apart from every other device: the lock
+        that keeps two candidates off one device at once is taken by this name. None where no lock is needed:
+        the host's cores, which the executor keeps quiet while a kernel is timed on them. Called after
+        :meth:`start_device`."""
+        return None if self.device == "cpu" else self.device
+
     def audit(self, kernel: KernelFn, case: AuditCase) -> Audit:
         """Before timing, what one call ``kernel(inputs, outputs)`` does besides its own work, where this runner can
         see it: work the timer would not wait for, memory the call was not given. ``case()`` draws the call's

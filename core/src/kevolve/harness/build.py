@@ -40,7 +40,7 @@ def build_isolated(registered: Any, language: str, source: str, workdir: Path, p
     task = {"entry": ENTRY, "target": registered.spec.name, "language": language, "source": source,
             "workdir": str(workdir), "problem": problem.to_spec(), "bootstrap": worker_bootstrap()}
     raw = run_isolated(task, timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes, on_stage=on_stage,
-                       env=registered.backend.worker_env(registered.spec))
+                       env=registered.backend.build_env(registered.spec))
     if raw["status"] == ev.OK:
         return BuildResult(**raw["build"])
     if raw["status"] == ev.COMPILE_ERROR:

@@ -21,13 +21,19 @@ from contextlib import contextmanager, nullcontext
 
 from kevolve.backend.base import TimingLanes
 from kevolve.harness.evaluation import Evaluation
-from kevolve.harness.pipeline import HarnessConfig, build_candidate, finish
+from kevolve.harness.isolation import zygote
+from kevolve.harness.pipeline import HarnessConfig, build_candidate, finish, lane_worker_env
 from kevolve.harness.throughput import StageClock
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.base import Candidate
 
 #: (candidate's index in the batch, stage report)
 OnStage = Callable[[int, str], None]
+
+#: workers a timing lane holds at once where the host need not be quiet: one on the device, and one starting its
+#: runtime, loading its kernel and drawing its timing inputs meanwhile; a worker holds the device itself from its
+#: correctness check on (harness/worker.py), which took 1.4 s of a softmax candidate's 3 s there on a lent H200
+WORKERS_PER_LANE = 2
 
 
 class Executor(ABC):
@@ -58,8 +64,9 @@ class LocalExecutor(Executor):
         self.builders = max(1, builders)
         self.capacity = max(self.builders, len(self.lanes.envs))
         self._free: queue.Queue[dict[str, str]] = queue.Queue()
-        for env in self.lanes.envs:
-            self._free.put(env)
+        for _ in range(1 if self.lanes.quiet_host else WORKERS_PER_LANE):
+            for env in self.lanes.envs:
+                self._free.put(env)
         self._quiet = QuietHost() if self.lanes.quiet_host else None
 
     def describe(self) -> str:
@@ -69,6 +76,8 @@ class LocalExecutor(Executor):
 
     def evaluate(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
                  on_stage: OnStage) -> list[Evaluation]:
+        self._start_lanes(target_name)
+
         def one(index: int) -> Evaluation:
             return self._evaluate_one(candidates[index], problem, target_name, config,
                                       lambda stage: on_stage(index, stage))
@@ -88,6 +97,15 @@ class LocalExecutor(Executor):
             return finish(built, problem, config, clock)
         with self._lane(clock) as env, self._quiet.timing() if self._quiet else nullcontext():
             return finish(built, problem, config, clock, env)
+
+    def _start_lanes(self, target_name: str) -> None:
+        """Start each lane's worker zygote now, beside the batch's builds: its start (importing torch) is otherwise
+        paid when the first candidate is built, with every lane idle."""
+        from kevolve.plugins import get_manager
+
+        registered = get_manager().target(target_name)
+        for env in self.lanes.envs:
+            zygote(lane_worker_env(registered, env))
 
     @contextmanager
     def _lane(self, clock: StageClock) -> Iterator[dict[str, str]]:

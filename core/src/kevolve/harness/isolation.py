@@ -19,6 +19,21 @@ from typing import Any
 
 from kevolve.harness import evaluation as ev
 from kevolve.harness.protocol import receive, send
+from kevolve.harness.throughput import stage_of
+
+_inside_worker = False
+
+
+def inside_worker() -> bool:
+    """Whether this process is a worker the harness forked for one task (harness/zygote.py). Code there may run a
+    candidate's own code in-process (a Triton file's launcher, captured for its build): a crash, hang or memory
+    blow-up costs only the task. Elsewhere, such code needs a process of its own."""
+    return _inside_worker
+
+
+def mark_inside_worker() -> None:
+    global _inside_worker
+    _inside_worker = True
 
 
 def worker_environment(extra_env: dict[str, str] | None = None) -> dict[str, str]:
@@ -137,7 +152,7 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
     os.close(fd)
     z = zygote(env)
     pid = leader = z.fork(task, log_path)
-    started = time.monotonic()  # the zygote's own start-up is not the candidate's time
+    clock = RunningClock(max_pause_s=timeout_s)  # from here: the zygote's own start-up is not the candidate's time
     stage, offset, polls = "start", 0, 0
     try:
         while True:
@@ -156,8 +171,9 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
                     if "result" in message:
                         return message["result"]
                     stage = message["stage"]
+                    clock.pause(stage_of(stage) == "wait")
                     on_stage(stage)
-            elapsed = time.monotonic() - started
+            elapsed = clock.elapsed()
             if status is not None:
                 return {"status": ev.CRASH, "stage": stage,
                         "reason": f"the kernel's process died during {stage}: {_describe_exit(status)}",
@@ -180,6 +196,30 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
         else:  # it exited: what it left running in its group goes (a pid still in use as a group id is given
             _kill_group(leader)  # to no new process, so the group is the child's leftovers, if any)
         os.unlink(log_path)
+
+
+class RunningClock:
+    """Seconds a worker has run, less those it spent paused, up to ``max_pause_s`` of them: waiting for another
+    candidate to leave the device is not this one's time, and a queue of them must not time out the last. The
+    pause is bounded because the worker's own process says when it waits: a kernel that claimed to wait forever
+    would never time out."""
+
+    def __init__(self, max_pause_s: float) -> None:
+        self.max_pause_s = max_pause_s
+        self.paused = False
+        self._started = self._last = time.monotonic()
+        self._paused_s = 0.0
+
+    def pause(self, paused: bool) -> None:
+        self.elapsed()  # what ran until now is charged as it ran
+        self.paused = paused
+
+    def elapsed(self) -> float:
+        now = time.monotonic()
+        if self.paused:
+            self._paused_s += now - self._last
+        self._last = now
+        return now - self._started - min(self._paused_s, self.max_pause_s)
 
 
 def _kill(pid: int) -> None:

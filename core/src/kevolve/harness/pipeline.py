@@ -138,6 +138,11 @@ def steady(evaluate: Callable[[], Evaluation], remeasure: int, on_stage: Callabl
     return evaluation
 
 
+def lane_worker_env(registered, lane_env: dict[str, str]) -> dict[str, str]:
+    """The environment a timing lane's workers start with: the backend's, and the lane's (e.g. its GPU)."""
+    return {**registered.backend.worker_env(registered.spec), **lane_env}
+
+
 def _run_built(built: Built, problem: Problem, config: HarnessConfig, on_stage: Callable[[str], None],
                lane_env: dict[str, str]) -> Evaluation:
     from kevolve.plugins import get_manager, worker_bootstrap
@@ -152,7 +157,7 @@ def _run_built(built: Built, problem: Problem, config: HarnessConfig, on_stage: 
     limited = any(name in LIMITED for name in config.baselines)
     raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if limited else 0.0),
                        memory_limit_bytes=config.memory_limit_bytes,
-                       on_stage=on_stage, env={**registered.backend.worker_env(registered.spec), **lane_env})
+                       on_stage=on_stage, env=lane_worker_env(registered, lane_env))
     return Evaluation(
         status=raw["status"], stage=raw.get("stage", ""), reason=raw.get("reason", ""),
         evidence=raw.get("evidence", {}),

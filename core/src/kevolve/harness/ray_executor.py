@@ -22,7 +22,7 @@ from typing import Any
 from kevolve.errors import KevolveError
 from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation
-from kevolve.harness.executor import Executor, OnStage
+from kevolve.harness.executor import WORKERS_PER_LANE, Executor, OnStage
 from kevolve.harness.pipeline import Built, HarnessConfig, build_candidate, finish
 from kevolve.harness.throughput import StageClock
 from kevolve.problems.problem import Problem
@@ -53,8 +53,9 @@ class RayExecutor(Executor):
                                    f"{exc}; start one with `ray start --head`, or leave the address out for a "
                                    "local one") from None
         lanes = registered.backend.timing_lanes(registered.spec)
-        #: GPU targets time on a node's GPU; targets timed on the host's cores need none
-        self.gpus_per_timing = 0 if lanes.quiet_host else 1
+        #: GPU targets time on a node's GPU, shared by as many workers as a local lane holds (the workers take
+        #: turns on the device); targets timed on the host's cores need none
+        self.gpus_per_timing = 0 if lanes.quiet_host else 1 / WORKERS_PER_LANE
         resources = ray.cluster_resources()
         self.capacity = capacity or max(1, int(resources.get("CPU", 1)))
         self._build = ray.remote(num_cpus=1, max_retries=RETRIES)(_build_task)

@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-#: the stages of an evaluation, in the order they run ("wait": built, waiting for a timing lane)
+#: the stages of an evaluation, in the order they run ("wait": built, waiting for a timing lane or its device)
 STAGES = ("build", "check", "time", "profile", "wait")
+#: what a worker reports while another holds its device (harness/worker.py): time that is not the candidate's
+WAITING_FOR_DEVICE = "waiting for the device"
 _WORDS = {"compile": "build", "build": "build", "scan": "check", "load": "check", "correctness": "check",
           "timing": "time", "profile": "profile", "waiting": "wait"}
 

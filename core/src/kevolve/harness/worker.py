@@ -24,6 +24,7 @@ from kevolve.backend.runner import Judge
 from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
 from kevolve.harness import baselines, checks, watch
 from kevolve.harness import evaluation as ev
+from kevolve.harness.throughput import WAITING_FOR_DEVICE
 
 #: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
 #: ``tensor.numpy()``, dispatches these) or uninitialised memory (a kernel's scratch space, allocated on the host
@@ -67,23 +68,51 @@ class Rejected(Exception):
 
 
 @contextmanager
-def exclusive_device(device: str):
-    """Hold the device alone while timing and profiling: several searches may share one accelerator (their
-    compiles and correctness checks overlap), but no two measure at once. A file lock per device under
-    kevolve's home, so it spans processes; the host CPU is not locked (its timings are per process anyway)."""
-    if device == "cpu":
+def exclusive_device(runner, report: Callable[[str], None]):
+    """Hold the device alone from the correctness check to the profile: several workers may share one
+    accelerator (a search's next candidate getting ready, other searches), but no two run on it at once. A file
+    lock per device (:meth:`~kevolve.backend.runner.Runner.device_key`) under kevolve's home, so it spans
+    processes; a worker that waits for it says so (its time-out is paused meanwhile, see harness/isolation.py).
+    A device without a key (the host's cores) is not locked."""
+    key = runner.device_key()
+    if key is None:
         yield
         return
     from kevolve.paths import home
 
     path = home() / "locks"
     path.mkdir(exist_ok=True)
-    with open(path / f"{device.replace(':', '_')}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with open(path / f"{key.replace(':', '_').replace('/', '_')}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            report(WAITING_FOR_DEVICE)
+            fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class TimingInputs:
+    """Each timing round's fresh inputs. Drawing them is host work (0.6 s of a softmax candidate's 1.3 s of
+    timing on a lent H200), so as many rounds' as fit in :data:`PREDRAWN_BYTES` are drawn before the worker holds
+    the device; the rest are drawn in their rounds."""
+
+    def __init__(self, problem, rounds: int) -> None:
+        self.problem = problem
+        self.gen = torch.Generator().manual_seed(_seed_from_os())
+        first = problem.make_inputs(problem.dims, self.gen)
+        size = max(1, sum(t.nbytes for t in first))
+        self._drawn = [first] + [problem.make_inputs(problem.dims, self.gen)
+                                 for _ in range(min(rounds, PREDRAWN_BYTES // size) - 1)]
+
+    def next(self) -> list[torch.Tensor]:
+        return self._drawn.pop(0) if self._drawn else self.problem.make_inputs(self.problem.dims, self.gen)
+
+
+#: host memory the timing rounds' inputs may take when drawn ahead (:class:`TimingInputs`)
+PREDRAWN_BYTES = 1 << 30
 
 
 def call_watched(kernel: Callable, runner: Any, inputs: list, outputs: list) -> list[str]:
@@ -186,7 +215,7 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
 
 
 def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], task: dict[str, Any],
-                   host_clock: bool = False) -> tuple[dict, dict, dict, Callable, list]:
+                   rounds: TimingInputs, host_clock: bool = False) -> tuple[dict, dict, dict, Callable, list]:
     """Timings and speedups of the kernel against the asked baselines, the baselines left untimed (with the
     reason), the kernel's thunk and the tensors it uses.
 
@@ -203,13 +232,12 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
 
     op = register_kernel(problem, kernel, runner.device, op_name(problem, task["target"], task["source_hash"]),
                          graphs="not checked (the harness's copy of the op)")
-    gen = torch.Generator().manual_seed(_seed_from_os())
     inputs: list[torch.Tensor] = []
     caller: list[torch.Tensor] = []
     returned: list[Any] = [None]
 
     def draw() -> None:
-        inputs[:] = [t.to(runner.device) for t in problem.make_inputs(problem.dims, gen)]
+        inputs[:] = [t.to(runner.device) for t in rounds.next()]
         caller[:] = inputs[: len(inputs) - len(problem.extra_inputs())]
 
     def run_kernel() -> None:
@@ -330,25 +358,28 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             raise Rejected(ev.REJECTED, "load", f"started {len(new_threads)} thread(s) when loaded; a kernel's "
                            "work is done by its call (threads a parallel region starts are fine)",
                            {"threads": len(new_threads)})
-        check_correctness(problem, kernel, runner, config, report)
-        report("audit")
-        clock_reason = audit_kernel(problem, kernel, runner)
-        _check_process(clocks, "correctness")
-        outside = getattr(kernel, "outside_contract", lambda: [])()  # what it ran, where the loader can tell
-        if outside:
-            raise Rejected(ev.REJECTED, "correctness", "not a kernel: outside its language's contract: "
-                           + "; ".join(outside[:8]), {"foreign_calls": outside})
+        runner.start_device()
         timed, note = backend.timing(spec)
-        if not config["time"] or not timed:
-            if not timed:
-                result.update(untimed=note, **_estimate(problem, backend, spec, build, task))
-            return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
-        result["timing_note"] = "; ".join(n for n in (note, clock_reason and f"timed by the host's clock: "
-                                                      f"{clock_reason}") if n)
-        with exclusive_device(runner.device):
+        timing = config["time"] and timed
+        rounds = TimingInputs(problem, config["repeats"] + 1) if timing else None
+        with exclusive_device(runner, report):
+            check_correctness(problem, kernel, runner, config, report)
+            report("audit")
+            clock_reason = audit_kernel(problem, kernel, runner)
+            _check_process(clocks, "correctness")
+            outside = getattr(kernel, "outside_contract", lambda: [])()  # what it ran, where the loader can tell
+            if outside:
+                raise Rejected(ev.REJECTED, "correctness", "not a kernel: outside its language's contract: "
+                               + "; ".join(outside[:8]), {"foreign_calls": outside})
+            if not timing:
+                if not timed:
+                    result.update(untimed=note, **_estimate(problem, backend, spec, build, task))
+                return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
+            result["timing_note"] = "; ".join(n for n in (note, clock_reason and f"timed by the host's clock: "
+                                                          f"{clock_reason}") if n)
             report("timing")
             timings, speedups, untimed, run_kernel, keep_alive = time_candidate(
-                problem, kernel, runner, config, task, host_clock=bool(clock_reason))
+                problem, kernel, runner, config, task, rounds, host_clock=bool(clock_reason))
             _check_process(clocks, "timing", children=False)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive

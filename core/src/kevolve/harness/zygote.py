@@ -27,7 +27,7 @@ import threading
 
 import torch._dynamo  # noqa: F401  (imported lazily by dispatch modes otherwise: seconds in every child)
 
-from kevolve.harness import worker
+from kevolve.harness import isolation, worker
 from kevolve.harness.protocol import receive, send
 
 
@@ -92,6 +92,7 @@ def main() -> None:
                     try:
                         os.setpgid(0, 0)
                         _die_with(zygote)
+                        isolation.mark_inside_worker()
                         _child(request["task"], request["log"])
                     except BaseException:
                         code = 1
