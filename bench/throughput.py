@@ -45,8 +45,15 @@ def main() -> int:
             rows.append({"op": op, "shape": result.problem.describe(), "executor": executor,
                          "speedup": result.speedup, "throughput": result.throughput})
             print(f"{op} ({executor}): {result.speedup:.2f}x eager; {throughput_line(result.throughput)}", flush=True)
+            write(rows, args)  # after each search: a run stopped part way keeps what it measured
+    print(result_path(args.out, args.stem, ".md", args.target).read_text())
+    return 0
+
+
+def write(rows: list[dict], args: argparse.Namespace) -> None:
     info = {"target": args.target, "budget": args.budget, "python": platform.python_version(),
-            "torch": torch.__version__, "cores": len(os.sched_getaffinity(0)), "machine": platform.machine(),
+            "torch": torch.__version__, "cores": len(os.sched_getaffinity(0)), "gpus": torch.cuda.device_count(),
+            "machine": platform.machine(),
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     command = "python bench/throughput.py " + " ".join(sys.argv[1:])
     stages = ("build", "check", "time", "profile", "wait", "search and other")
@@ -56,8 +63,8 @@ def main() -> int:
               "(`kevolve.harness.throughput`); `search and other` is what no evaluation accounts for (proposing "
               "candidates, the store, the final re-timing). Where evaluations overlap (`at once` > 1: builds on the "
               "host's cores beside the device's timing, `kevolve.harness.executor`), the shares are of the "
-              "evaluations' summed time; `wait` is a built candidate waiting for a timing lane. `best` is the best "
-              "kernel's speedup over eager, re-timed at the end."), "",
+              "evaluations' summed time; `wait` is a candidate waiting for a timing lane or for its device. `best` "
+              "is the best kernel's speedup over eager, re-timed at the end."), "",
              "| problem | executor | candidates | wall | candidates/hour | at once | best | "
              + " | ".join(stages) + " |",
              "|" + "---|" * (7 + len(stages))]
@@ -69,8 +76,6 @@ def main() -> int:
     result_path(args.out, args.stem, ".md", args.target).write_text("\n".join(lines) + "\n")
     result_path(args.out, args.stem, ".json", args.target).write_text(
         json.dumps({"info": info, "command": command, "rows": rows}, indent=1) + "\n")
-    print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":
