@@ -136,8 +136,7 @@ class TritonGpuRunner(Runner):
         torch.cuda.synchronize()
 
     def flush_cache(self) -> None:
-        if self._flush is None:
-            self.start_device()
+        self.start_device()
         torch.sum(self._flush, dim=0, out=self._flush_sum)
 
     def start_device(self) -> None:

@@ -156,7 +156,9 @@ def compiles_here() -> bool:
     """Whether a build may compile in this process: a harness worker (isolated, so the kernel file's code costs
     only the task) whose Triton compiles for real, as the build workers' does (``TritonBackend.build_env``); a
     Triton imported to interpret cannot compile (its standard library is interpreted)."""
-    return inside_worker() and os.environ.get("TRITON_INTERPRET", "0").lower() in ("", "0", "false", "no", "off")
+    from triton import knobs
+
+    return inside_worker() and not knobs.runtime.interpret
 
 
 def _last_error(stderr: str) -> str:
