@@ -43,6 +43,7 @@ def harness_dir(harness: HarnessConfig) -> Path:
     # class 1: honest while checked, cheating while timed
     ("skips_unpoisoned.cpp", "wrong_result", "a timed call's output"),
     ("counts_calls.cpp", "wrong_result", "a timed call's output"),
+    ("caches_by_input.cpp", "wrong_result", "a timed call's output"),
     ("background_thread.cpp", "rejected", "links _ZNSt6thread"),
     ("slows_the_baseline.py", "rejected", "kept computing"),
     ("thread_at_load.py", "rejected", "thread(s) when loaded"),

@@ -58,6 +58,29 @@ def test_the_op_is_registered_and_traced_by_compile_export_and_opcheck(results):
     torch.testing.assert_close(program.module()(*layer_norm_args()), op(*layer_norm_args()) + 1)
 
 
+def test_a_call_enters_in_c_and_anything_but_plain_tensors_goes_through_pytorch(results):
+    """The op's __call__ is a C function (no Python frame, no conversion of the arguments by the schema) for
+    plain tensors; a __torch_function__ mode, keywords or a wrong count take PyTorch's own path."""
+    op = results[0]["layer_norm"].as_torch_op()
+    assert "entry: a C function" in op.__doc__, op.__doc__
+    assert type(type(op).__dict__["__call__"]).__name__ == "builtin_function_or_method"
+    x, w, b = layer_norm_args()
+    expected = op(x, w, b)
+    seen = []
+
+    class Seeing(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Seeing():
+        torch.testing.assert_close(op(x, w, b), expected)
+    assert seen and seen[0] is op, seen[:3]
+    torch.testing.assert_close(op(x, weight=w, bias=b), expected)
+    with pytest.raises(RuntimeError, match="missing value for argument 'bias'"):
+        op(x, w)
+
+
 def test_an_op_whose_output_size_depends_on_values_traces_with_a_symbolic_size(results):
     op = results[0]["jagged_truncate"].as_torch_op()
     values, offsets = torch.randn(90), torch.tensor([0, 40, 40, 90])
@@ -128,7 +151,7 @@ RUN_PACKAGE = textwrap.dedent("""
     torch.testing.assert_close(op(x, w, b), expected, rtol=1e-4, atol=1e-4)
     compiled = torch.compile(lambda x, w, b: op(x, w, b) * 2, fullgraph=True)
     torch.testing.assert_close(compiled(x, w, b), expected * 2, rtol=1e-4, atol=1e-4)
-    assert "per call: native" in op.__doc__, op.__doc__
+    assert "per call: native" in op.__doc__ and "entry: a C function" in op.__doc__, op.__doc__
     try:
         op(x, torch.randn(128), b)
     except RuntimeError as exc:

@@ -36,6 +36,15 @@ def test_a_gpu_cheat_is_rejected_by_the_audit(name, reason, tmp_path):
                                                                                        ev.reason)
 
 
+def test_a_kernel_writing_nothing_for_an_input_it_has_seen_fails_a_timed_calls_check(tmp_path):
+    """Class 1 on the GPU: back-to-back timed calls on one unchanged input would let it write nothing (the op's
+    outputs come back from the caching allocator holding its earlier answers); an element of the input changes
+    before each timed call, so its answer is stale and the round's checked call is wrong."""
+    ev = evaluate(KERNELS / "gpu_cheats" / "skips_seen_input.py", tmp_path)
+    assert (ev.status, ev.stage, "a timed call's output" in ev.reason) == ("wrong_result", "timing", True), (
+        ev.status, ev.stage, ev.reason, ev.speedups)
+
+
 def test_an_honest_kernel_passes_the_audit_and_is_timed_by_device_events(tmp_path):
     ev = evaluate(KERNELS / "build_cheats" / "relu_base.py", tmp_path)
     assert ev.correct and ev.fitness > 0, (ev.status, ev.reason)

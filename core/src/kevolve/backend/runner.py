@@ -101,19 +101,24 @@ class Runner(ABC):
         return Audit()
 
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
-                         inner: dict[str, int], host_clock: bool = False) -> dict[str, list[float]]:
+                         inner: dict[str, int], host_clock: bool = False,
+                         before_call: Callable[[], object] = lambda: None) -> dict[str, list[float]]:
         """Seconds per call for each thunk, sampled round-robin so that machine noise (frequency changes,
-        neighbours) hits every contender alike. ``inner[name]`` calls are timed together per sample so that
-        each sample is long enough for the clock. Here always by the host's clock over back-to-back calls;
-        ``host_clock`` asks a runner that times otherwise (device events) to time so too."""
+        neighbours) hits every contender alike. ``inner[name]`` calls make one sample, each preceded by
+        ``before_call`` outside the clock (the harness changes an input there so that no call sees an input
+        again: harness/variation.py). Here by the host's clock, call by call, each call waiting for its device
+        work; ``host_clock`` asks a runner that times otherwise (device events) to time so too."""
         samples: dict[str, list[float]] = {name: [] for name in thunks}
         for _ in range(repeats):
             for name, thunk in thunks.items():
                 self.flush_cache()
-                self.synchronize()
-                start = time.perf_counter()
+                total = 0.0
                 for _ in range(inner[name]):
+                    before_call()
+                    self.synchronize()
+                    start = time.perf_counter()
                     thunk()
-                self.synchronize()
-                samples[name].append((time.perf_counter() - start) / inner[name])
+                    self.synchronize()
+                    total += time.perf_counter() - start
+                samples[name].append(total / inner[name])
         return samples

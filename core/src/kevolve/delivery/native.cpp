@@ -15,9 +15,11 @@
 //
 // Registrations live as long as the process (never destroyed, so nothing runs at exit). Both functions return 0,
 // or 1 with the reason in `error`: no exception crosses the C boundary.
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 #include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
 
@@ -69,20 +71,23 @@ class KernelOp final : public c10::OperatorKernel {
   }
 
   void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    std::vector<at::Tensor> inputs;
-    inputs.reserve(n_inputs_ + extras_.size());
+    c10::SmallVector<at::Tensor, 8> inputs;
     for (auto& arg : torch::jit::last(*stack, n_inputs_)) inputs.push_back(arg.toTensor().contiguous());
     torch::jit::drop(*stack, n_inputs_);
-    const std::vector<Spec> specs = specs_for(inputs);
-    const auto options = at::TensorOptions().device(inputs.empty() ? at::Device(at::kCPU) : inputs[0].device());
-    std::vector<at::Tensor> outputs;
-    outputs.reserve(specs.size());
-    for (const auto& spec : specs) outputs.push_back(at::empty(spec.sizes, options.dtype(spec.dtype)));
-    inputs.insert(inputs.end(), extras_.begin(), extras_.end());
+    const c10::Device device = inputs.empty() ? c10::Device(c10::kCPU) : inputs[0].device();
+    std::vector<Spec> asked;
+    const std::vector<Spec>& specs = value_dependent_ ? (asked = ask(inputs)) : cached(inputs);
+    c10::SmallVector<at::Tensor, 4> outputs;
+    {
+      c10::OptionalDeviceGuard guard(device);
+      for (const auto& spec : specs) outputs.push_back(allocate(spec, device));
+    }
+    inputs.append(extras_.begin(), extras_.end());
     int code = launch_(state_, inputs.data(), static_cast<int64_t>(inputs.size()), outputs.data(),
                        static_cast<int64_t>(outputs.size()));
     if (code == KEVOLVE_RUN_IN_PYTHON) {  // NS::NAME__python(Tensor[] inputs, Tensor(a!)[] outputs) -> ()
-      torch::jit::Stack call{c10::IValue(inputs), c10::IValue(outputs)};
+      torch::jit::Stack call{c10::IValue(std::vector<at::Tensor>(inputs.begin(), inputs.end())),
+                             c10::IValue(std::vector<at::Tensor>(outputs.begin(), outputs.end()))};
       python_.callBoxed(&call);
       code = 0;
     }
@@ -91,9 +96,19 @@ class KernelOp final : public c10::OperatorKernel {
   }
 
  private:
-  std::vector<Spec> specs_for(const std::vector<at::Tensor>& inputs) {
-    if (value_dependent_) return ask(inputs);
-    std::vector<int64_t> key;
+  // An output as at::empty makes it, without dispatching at::empty: the device's own allocator (on the device the
+  // caller's guard selected). A dispatch per output costs as much as the rest of a call on a tiny input.
+  static at::Tensor allocate(const Spec& spec, c10::Device device) {
+    return at::detail::empty_generic(spec.sizes, c10::GetAllocator(device.type()),
+                                     c10::DispatchKeySet(c10::computeDispatchKey(spec.dtype, c10::kStrided, device)),
+                                     spec.dtype, std::nullopt);
+  }
+
+  // The specs of a signature seen before (kept for the process: the reference stays valid), else the shape
+  // function's answer, remembered. The key is built in a buffer of the calling thread's, with no allocation.
+  const std::vector<Spec>& cached(c10::ArrayRef<at::Tensor> inputs) {
+    thread_local std::vector<int64_t> key;
+    key.clear();
     for (const auto& t : inputs) {
       key.push_back(static_cast<int64_t>(t.scalar_type()));
       key.push_back(t.dim());
@@ -106,14 +121,13 @@ class KernelOp final : public c10::OperatorKernel {
     }
     auto specs = ask(inputs);
     std::lock_guard<std::mutex> lock(mutex_);
-    cache_.emplace(std::move(key), specs);
-    return specs;
+    return cache_.emplace(key, std::move(specs)).first->second;
   }
 
   // NS::NAME__shapes(Tensor[] inputs) -> Tensor[]: one meta tensor per output, of its shape and dtype
-  std::vector<Spec> ask(const std::vector<at::Tensor>& inputs) {
+  std::vector<Spec> ask(c10::ArrayRef<at::Tensor> inputs) {
     torch::jit::Stack stack;
-    stack.emplace_back(inputs);
+    stack.emplace_back(inputs.vec());
     shapes_.callBoxed(&stack);
     std::vector<Spec> specs;
     for (const auto& meta : stack.back().toTensorVector()) specs.push_back({meta.scalar_type(), meta.sizes().vec()});

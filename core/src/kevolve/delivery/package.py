@@ -28,6 +28,9 @@ from kevolve.errors import KevolveError
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.base import Candidate
 
+#: the C++ beside runtime.py that a package builds on first import: the per-call path and the Python entry
+NATIVE_SOURCES = ("native.cpp", "entry.cpp")
+
 _INIT = '''"""kevolve kernel op for {describe} on {target} ({language}). Importing this package registers
 torch.ops.kevolve.{name}; kevolve is not needed, only torch and the kernel's runtime (launch/__init__.py
 says which).
@@ -109,7 +112,8 @@ def write_package(problem: Problem, target: str, source: str, language: str, dir
     files = [f"launch/{f}" for f in registered.backend.write_standalone(registered.spec, source, language, launch)]
     here = Path(runtime.__file__).parent
     shutil.copyfile(here / "runtime.py", directory / "kevolve_runtime.py")
-    shutil.copyfile(here / "native.cpp", directory / "native.cpp")
+    for source in NATIVE_SOURCES:
+        shutil.copyfile(here / source, directory / source)
     (directory / "shapes.py").write_text(shapes)
     extras = problem.extra_inputs()
     if extras:
@@ -128,7 +132,7 @@ def write_package(problem: Problem, target: str, source: str, language: str, dir
     (directory / "pyproject.toml").write_text(_PYPROJECT.format(
         distribution=f"kevolve-op-{package.replace('_', '-')}", describe=describe, target=registered.spec.name,
         language=language, package=package))
-    files += ["__init__.py", "kevolve_runtime.py", "native.cpp", "shapes.py", "pyproject.toml", "kevolve.json"]
+    files += ["__init__.py", "kevolve_runtime.py", *NATIVE_SOURCES, "shapes.py", "pyproject.toml", "kevolve.json"]
     (directory / "kevolve.json").write_text(json.dumps({**info, "op": f"torch.ops.{runtime.NAMESPACE}.{name}",
                                                         "package": package, "files": files}, indent=2, default=str))
     return directory

@@ -124,8 +124,30 @@ def register(name: str, op: KernelOp, *, n_outputs: int, doc: str, capturable: b
     torch.library.register_fake(f"{NAMESPACE}::{name}", op.fake, lib=lib)
     gradient = refuse_gradient(f"{NAMESPACE}::{name}", lib)
     overload = getattr(getattr(torch.ops, NAMESPACE), name).default
-    overload.__doc__ = f"{doc}\nper call: {per_call}\n\nGradient: none ({gradient}); backward through it raises."
+    entered = fast_calls(overload)
+    overload.__doc__ = (f"{doc}\nper call: {per_call}\nentry: {entered}\n\nGradient: none ({gradient}); backward "
+                        "through it raises.")
     return overload
+
+
+def fast_calls(overload: Any) -> str:
+    """Make a call of ``overload`` from Python skip the Python layers of an OpOverload call (``entry.cpp``): its
+    class becomes a subclass of its own whose ``__call__`` is a C function, so the object stays
+    ``torch.ops.kevolve.NAME.default`` for ``torch.compile``, ``torch.export`` and ``opcheck``. Returns how a call
+    enters the op."""
+    try:
+        library = _loaded(Path(__file__).with_name("entry.cpp"), python=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"OpOverload.__call__ (the C entry was not built: {str(exc).splitlines()[0][:200]})"
+    import ctypes
+
+    make = library.kevolve_entry
+    make.restype = ctypes.py_object
+    make.argtypes = [ctypes.c_char_p, ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.py_object]
+    schema = overload._schema
+    call = make(schema.name.encode(), len(schema.arguments), len(schema.returns), overload._op)
+    overload.__class__ = type(type(overload).__name__, (type(overload),), {"__call__": call})
+    return "a C function (plain tensors straight to the dispatcher; anything else through OpOverload.__call__)"
 
 
 def bind_native(name: str, op: KernelOp, lib: Any) -> str:
@@ -209,12 +231,26 @@ def prepare_native() -> str:
         return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
 
 
+def _loaded(source: Path, python: bool = False) -> Any:
+    """The compiled ``source``, loaded once per process; with ``python``, a library that uses Python's C API, its
+    calls made holding the interpreter's lock."""
+    import ctypes
+
+    if source.name not in _LOADED:
+        path = str(build_torch_library(source, python=python))
+        _LOADED[source.name] = ctypes.PyDLL(path) if python else ctypes.CDLL(path)
+    return _LOADED[source.name]
+
+
+_LOADED: dict[str, Any] = {}
+
+
 def _native() -> Any:
     """The compiled ``native.cpp`` (loaded once per process)."""
     if not _NATIVE:
         import ctypes
 
-        library = ctypes.CDLL(str(build_torch_library(Path(__file__).with_name("native.cpp"))))
+        library = _loaded(Path(__file__).with_name("native.cpp"))
         library.kevolve_raise_on_backward.restype = ctypes.c_int
         library.kevolve_raise_on_backward.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
         library.kevolve_bind_op.restype = ctypes.c_int
@@ -224,15 +260,21 @@ def _native() -> Any:
     return _NATIVE[0]
 
 
-def build_torch_library(source: Path, include_dirs: Sequence[Path] = ()) -> Path:
+def build_torch_library(source: Path, include_dirs: Sequence[Path] = (), python: bool = False) -> Path:
     """A C++ file that uses torch's C++ API, built into a shared library against this torch with the host's
     compiler, cached under ``$XDG_CACHE_HOME/kevolve/native`` by torch version, ABI, compiler, the source and the
     headers beside it: one process builds while the others wait, and a failed build is remembered (with its
-    reason) so that no later process spends its time failing again."""
+    reason) so that no later process spends its time failing again. With ``python``, against this Python's
+    headers and torch's Python bindings too (and cached by Python's version)."""
+    import sysconfig
+
     from filelock import FileLock  # torch's own dependency
 
     headers = sorted(p for d in include_dirs for p in Path(d).glob("*.h"))
     text = source.read_text() + "".join(p.read_text() for p in headers)
+    if python:
+        include_dirs = [*include_dirs, Path(sysconfig.get_paths()["include"])]
+        text += f"{sysconfig.get_python_version()} {sysconfig.get_config_var('SOABI')}"
     abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if compiler is None:
@@ -255,6 +297,7 @@ def build_torch_library(source: Path, include_dirs: Sequence[Path] = ()) -> Path
         command = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-w", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
                    *(f"-I{path}" for path in [*include_dirs, *cpp_extension.include_paths()]), str(source),
                    "-o", f"{target}.tmp", *(f"-L{path}" for path in paths), "-ltorch_cpu", "-lc10",
+                   *(["-ltorch_python"] if python else []),
                    *(f"-Wl,-rpath,{path}" for path in paths)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:

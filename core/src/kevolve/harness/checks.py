@@ -8,7 +8,8 @@ import torch
 
 from kevolve.problems.problem import Tolerance
 
-_BIT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+#: an integer type of each element width: views that move and compare a tensor's exact bits
+BIT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def poison_value(dtype: torch.dtype, round_: int) -> float | int | bool:
@@ -33,7 +34,7 @@ def allocate_poisoned(like: list[torch.Tensor], round_: int, device: str) -> lis
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Elementwise bitwise equality (NaN payloads included)."""
-    view = _BIT_VIEWS[a.element_size()]
+    view = BIT_VIEWS[a.element_size()]
     return a.contiguous().view(view) == b.contiguous().view(view)
 
 

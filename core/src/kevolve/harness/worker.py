@@ -25,6 +25,7 @@ from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
 from kevolve.harness import baselines, checks, watch
 from kevolve.harness import evaluation as ev
 from kevolve.harness.throughput import WAITING_FOR_DEVICE
+from kevolve.harness.variation import InputVariation
 
 #: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
 #: ``tensor.numpy()``, dispatches these) or uninitialised memory (a kernel's scratch space, allocated on the host
@@ -223,8 +224,9 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     read that sizes an output, and the launch. Round by round, the kernel's sample, then the baselines', on fresh
     inputs each round (each contender called once untimed on them, just before its own sample) and sample lengths
     that vary at random. No answer to a round's inputs exists in the process before the kernel's timed calls on
-    them (the baselines run after). A kernel that behaves while checked and cheats while timed (by the outputs'
-    poison, by counting calls, by seeing an input again) is caught by the check of
+    them (the baselines run after), and before each timed call one element of each varied input changes
+    (harness/variation.py), so no call sees an input again. A kernel that behaves while checked and cheats while
+    timed (by the outputs' poison, by counting calls, by remembering an input's answer) is caught by the check of
     each round's last timed call, whose outputs are copied the moment the sample ends and compared with the
     reference computed after it; a thread still computing after the call returned is caught by watching the
     process's other threads for a moment; a child process started while timed, by looking for one."""
@@ -268,13 +270,14 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     samples: dict[str, list[float]] = {name: [] for name in thunks}
     for _ in range(config["repeats"]):
         draw()  # the first round too: calibration computed the baselines' answers to the inputs it used
+        vary = InputVariation([caller[i] for i in problem.varied_inputs(caller)], rng)
         # one untimed call on the new inputs: a caller's loop has its allocator blocks and kernel specialisations
         # ready, and jagged inputs change sizes every round (jagged_truncate on a lent H200: 1.01x eager timed
         # cold against the 1.26x a caller's loop got; 1.15x against 1.14x warmed)
         _warm([run_kernel], runner)
         lengths = {name: max(1, round(n * rng.uniform(0.75, 1.25))) for name, n in inner.items()}
         got = runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": lengths["kernel"]},
-                                      host_clock=host_clock)
+                                      host_clock=host_clock, before_call=vary)
         outputs = [o.clone() for o in _as_list(returned[0])]
         busy = watch.other_threads_busy(config["quiet_s"])
         if busy:
@@ -289,9 +292,9 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         if mismatch is not None:
             index, bad = mismatch
             raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
-                               "calls were right: it computes only while checked)", {**bad, "output": index})
+                               "calls were right: it computes only while checked, or hands back answers it remembered)", {**bad, "output": index})
         _warm(baselines_only.values(), runner)
-        got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock,
+        got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock, before_call=vary,
                                            inner={name: lengths[name] for name in baselines_only}))
         for name, values in got.items():
             samples[name] += values

@@ -52,6 +52,8 @@ class OpDef:
     #: is copied into saved packages, so it may use torch and its arguments only.
     output_specs: Callable[[list[torch.Tensor], dict[str, Any], Callable[[torch.Tensor], Any]],
                            list[tuple[tuple[int, ...], torch.dtype]]] | None = None
+    #: inputs holding independent values (see Problem.varied_inputs); None: the floating-point ones
+    varied: tuple[str, ...] | None = None
 
 
 #: an op by name or alias, e.g. the plugin manager's ``ops.get`` (:class:`kevolve.registry.OpRegistry`)
@@ -101,6 +103,11 @@ class CatalogProblem(Problem):
                           textwrap.dedent(inspect.getsource(function)).rstrip(), "", "",
                           "def output_specs(inputs, read=int):", f"    return {function.__name__}(inputs, ATTRS, read)",
                           ""])
+
+    def varied_inputs(self, inputs: list[torch.Tensor]) -> list[int]:
+        if self.op.varied is None:
+            return super().varied_inputs(inputs)
+        return [self.op.inputs.index(name) for name in self.op.varied]
 
     def input_names(self, count: int) -> list[str]:
         return list(self.op.inputs) if len(self.op.inputs) == count else super().input_names(count)

@@ -143,6 +143,17 @@ class Problem(ABC):
         cannot be captured in a CUDA graph, is never replayed, and is timed by the host's clock)."""
         return self.sizing_source() is not None
 
+    def varied_inputs(self, inputs: list[torch.Tensor]) -> list[int]:
+        """Which of the caller's inputs hold independent values, so that copying one of their elements over
+        another leaves the inputs valid: the harness does so between timed calls, so that no call sees an input
+        it has seen before (:mod:`kevolve.harness.variation`). By default the floating-point ones; a problem
+        whose floating-point input has a structure (sorted boundaries) or whose integer input has none (ids,
+        indices into a table) says so here.
+
+        :param inputs: the caller's inputs, as :meth:`make_inputs` draws them (less :meth:`extra_inputs`)
+        """
+        return [i for i, t in enumerate(inputs) if t.is_floating_point()]
+
     def input_names(self, count: int) -> list[str]:
         """Names of the caller's inputs, for a delivered op's schema.
 
