@@ -83,8 +83,9 @@ class PyRunner(Runner):
     def device_key(self):
         return f"fake-lane-{os.environ['FAKE_LANE']}" if "FAKE_LANE" in os.environ else None
 
-    def time_interleaved(self, thunks, *, repeats, inner, host_clock=False):
+    def time_interleaved(self, thunks, *, repeats, inner, host_clock=False, before_call=lambda: None):
         for thunk in thunks.values():
+            before_call()
             thunk()
         if "kernel" in thunks and not self.sampled.get("kernel"):  # once per evaluation (it times in rounds)
             began = time.time()

@@ -47,15 +47,21 @@ def test_unknown_baseline_is_refused_with_the_choices():
 #: launcher whose first call on new inputs pays a setup, as a caller's first call on a new batch size allocates and
 #: specialises; every later call on them is plain
 SLOW_ON_NEW_INPUTS = (KERNELS / "cheats" / "softmax_rows.py").read_text() + '''
-import time
-
 seen = set()
 
 
+@numba.njit(cache=False)
+def _setup(steps):
+    total = 0.0
+    for _ in range(steps):
+        total = total * 1.0000001 + 1.0
+    return total
+
+
 def kernel(x, y):
-    if float(x[0, 0]) not in seen:
+    if float(x[0, 0]) not in seen:  # a first call on new inputs: about 0.2 s of setup
         seen.add(float(x[0, 0]))
-        time.sleep(0.2)
+        y[0, 0] = _setup(100_000_000)
     softmax_rows(x, y)
 '''
 
@@ -64,7 +70,7 @@ def test_each_round_times_the_steady_calls_on_its_fresh_inputs(fast_harness, tmp
     """Every timing round draws fresh inputs and calls each contender once untimed on them: what is timed is a
     caller's loop on those inputs, not the first call's setup (a jagged batch of new sizes every round had made
     the harness report 1.01x eager where a caller's loop got 1.26x on a lent H200). Without that call, each
-    round's first sample here would carry 0.2 s over its few calls."""
+    round's first sample here would carry the setup (about 0.2 s) over its few calls."""
     path = tmp_path / "slow_on_new_inputs.py"
     path.write_text(SLOW_ON_NEW_INPUTS)
     ev = kevolve.evaluate(path, "softmax", target="cpu", dims={"rows": 64, "cols": 256},

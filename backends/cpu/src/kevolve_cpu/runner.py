@@ -64,6 +64,7 @@ NUMBA_GIL = {"PyEval_SaveThread", "PyEval_RestoreThread"}
 
 class CpuRunner(Runner):
     device = "cpu"
+    runtime_packages = ("numba",)
 
     def load(self, build: BuildResult) -> KernelFn:
         if build.language == "cpp":

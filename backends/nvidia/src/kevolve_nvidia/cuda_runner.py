@@ -11,6 +11,8 @@ from kevolve_nvidia.cuda_stream import on_torch_stream
 
 
 class NvidiaGpuRunner(TritonGpuRunner):
+    runtime_packages = ("triton", "cupy")
+
     def load(self, build: BuildResult) -> KernelFn:
         kernel = super().load(build)
         return on_torch_stream(kernel) if build.language == "cuda" else kernel

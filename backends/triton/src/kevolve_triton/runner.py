@@ -21,6 +21,7 @@ class TritonInterpreterRunner(Runner):
 
     device = "cpu"
     plumbing_modules = ("triton.runtime.interpreter",)
+    runtime_packages = ("triton",)
     #: the process must start with it: Triton's own @jit helpers (tl.sum, tl.cdiv, ...) are made interpreted
     #: or compiled once, when triton is first imported
     ENV = {"TRITON_INTERPRET": "1"}
@@ -119,6 +120,7 @@ class TritonGpuRunner(Runner):
 
     #: the replaying kernel allocates the scratch buffers a file asks for, as the harness would
     plumbing_modules = ("kevolve_triton.replay",)
+    runtime_packages = ("triton",)
 
     def load(self, build: BuildResult) -> KernelFn:
         os.environ.update(ENV)

@@ -47,6 +47,9 @@ _module_ids = itertools.count()
 def load_kernel_module(path: str, entry: str = "kernel") -> tuple[ModuleType, Callable]:
     """Import a Python kernel file under a fresh module name (two candidates never share module state) and
     return it with its entry point; a file without one is a load error that names it."""
+    from kevolve.harness.launchers import record_file
+
+    record_file(path)  # before its code runs: what it may do is checked from its first line
     spec = importlib.util.spec_from_file_location(f"kevolve_kernel_{next(_module_ids)}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # as an import would: code that finds its globals by module name (numba) does
@@ -66,6 +69,9 @@ class Runner(ABC):
     #: arguments to the host and back) is not the kernel's computation; torch ops they dispatch are not held
     #: against the kernel. Ops dispatched from the kernel's own code always are.
     plumbing_modules: tuple[str, ...] = ()
+    #: packages of the language's runtime that a Python kernel file's own code may call into (a launcher calling
+    #: ``triton``); what else that code may call is harness/launchers.py's
+    runtime_packages: tuple[str, ...] = ()
     #: whether :meth:`flush_cache` evicts the caches before each timed call (bandwidth is then judged against
     #: the outermost memory level)
     cold_cache: bool = False

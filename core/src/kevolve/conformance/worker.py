@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from kevolve.harness import checks
-from kevolve.harness.worker import call_watched, torch_calls_reason
+from kevolve.harness.worker import call_watched, outside_launcher_reason, torch_calls_reason
 from kevolve.problems.problem import Tolerance
 
 PASSED, FAILED, DECLINED = "passed", "failed", "declined"
@@ -78,13 +78,15 @@ def _run_case(kernel: Callable, runner: Any, case: dict[str, Any], round_: int) 
     expected = case["expected"]
     outputs = checks.allocate_poisoned(expected, round_, runner.device)
     try:
-        torch_ops = call_watched(kernel, runner, inputs, outputs)
+        torch_ops, calls = call_watched(kernel, runner, inputs, outputs)
     except Exception as exc:  # noqa: BLE001
         text = f"{type(exc).__name__}: {exc}"
         if "declined" in str(exc):
             return {"status": DECLINED, "reason": f"the kernel declined these arguments ({exc})", "worst": math.inf}
         return {"status": FAILED, "reason": f"kernel raised {text}", "worst": math.inf,
                 "traceback": traceback.format_exc()[-2000:]}
+    if calls:
+        return {"status": FAILED, "reason": outside_launcher_reason(calls), "worst": math.inf}
     if torch_ops:
         return {"status": FAILED, "reason": torch_calls_reason(torch_ops), "worst": math.inf}
     outputs = [o.cpu() for o in outputs]

@@ -14,7 +14,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kevolve.backend.runner import Judge
 from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
-from kevolve.harness import baselines, checks, watch
+from kevolve.harness import baselines, checks, launchers, watch
 from kevolve.harness import evaluation as ev
 from kevolve.harness.throughput import WAITING_FOR_DEVICE
 from kevolve.harness.variation import InputVariation
@@ -55,6 +55,8 @@ class _TorchCallRecorder(TorchDispatchMode):
             return False
         frame = sys._getframe(2)
         while frame is not None:
+            if launchers.is_kernel(frame.f_code):  # whatever name its module gives itself
+                return False
             module = frame.f_globals.get("__name__", "")
             if module != __name__ and module.split(".")[0] != "torch":
                 return module.startswith(self.plumbing)
@@ -116,14 +118,22 @@ class TimingInputs:
 PREDRAWN_BYTES = 1 << 30
 
 
-def call_watched(kernel: Callable, runner: Any, inputs: list, outputs: list) -> list[str]:
-    """Call a kernel with every ATen op it dispatches recorded, then wait for the device. Returns those ops:
-    empty for a kernel that computes by itself (the harness's plumbing modules are not counted)."""
+def call_watched(kernel: Callable, runner: Any, inputs: list, outputs: list,
+                 check_calls: bool = False) -> tuple[list[str], list[str]]:
+    """Call a kernel with every ATen op it dispatches recorded and, with ``check_calls``, every call its file's
+    own code makes checked (harness/launchers.py), then wait for the device. Returns those ops (empty for a
+    kernel that computes by itself; the harness's plumbing modules are not counted) and the calls outside what a
+    launcher may make. Checking calls sees every Python call of the thread (a Triton kernel run by the
+    interpreter ran 3-7x slower), so the harness asks for it at its small shapes only."""
     recorder = _TorchCallRecorder((*runner.plumbing_modules, *SCRATCH_PLUMBING))
-    with recorder:
+    with launchers.calls_checked(runner.runtime_packages) if check_calls else nullcontext([]) as calls, recorder:
         kernel(inputs, outputs)
     runner.synchronize()
-    return recorder.ops
+    return recorder.ops, calls + launchers.refused()
+
+
+def outside_launcher_reason(calls: list[str]) -> str:
+    return f"not a kernel: its file's code {'; '.join(dict.fromkeys(calls[:4]))}, outside what a launcher may call"
 
 
 def torch_calls_reason(ops: list[str]) -> str:
@@ -140,20 +150,24 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
     names = list(getattr(getattr(problem, "op", None), "inputs", ()))
     previous: list[torch.Tensor] | None = None
     round_ = 0
-    for dims in problem.check_dims():
-        for _ in range(config["calls_per_shape"]):
+    shapes = problem.check_dims()
+    for dims in shapes:
+        for call in range(config["calls_per_shape"]):
             report(f"correctness {dims}")
             gen = torch.Generator().manual_seed(_seed_from_os())
             inputs = [t.to(runner.device) for t in problem.make_inputs(dims, gen)]
             pristine = [t.clone() for t in inputs]
             outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), round_, runner.device)
             try:
-                torch_ops = call_watched(kernel, runner, inputs, outputs)
+                small = dims != problem.dims or (len(shapes) == 1 and call == 0)  # see call_watched
+                torch_ops, calls = call_watched(kernel, runner, inputs, outputs, check_calls=small)
             except Rejected:
                 raise
             except Exception as exc:
                 raise Rejected(ev.RUNTIME_ERROR, "correctness", f"kernel raised {type(exc).__name__}: {exc}",
                                {"traceback": traceback.format_exc(), "dims": dims})
+            if calls:
+                raise Rejected(ev.REJECTED, "correctness", outside_launcher_reason(calls), {"calls": calls[:20]})
             if torch_ops:
                 raise Rejected(ev.REJECTED, "correctness", torch_calls_reason(torch_ops),
                                {"torch_ops": torch_ops[:20]})
@@ -309,6 +323,13 @@ def _warm(thunks: Iterable[Callable], runner) -> None:
     runner.synchronize()
 
 
+def _reject_refused() -> None:
+    """What the audit hook refused the kernel file's code while it loaded (harness/launchers.py) rejects it."""
+    refused = launchers.refused()
+    if refused:
+        raise Rejected(ev.REJECTED, "load", f"not a kernel: {'; '.join(refused[:4])}", {"refused": refused})
+
+
 def _check_process(clocks: dict[str, Any], stage: str, children: bool = True) -> None:
     """The candidate left the clocks the timing reads as they were, and (before any baseline is compiled, whose
     compile workers are the worker's children too) started no process."""
@@ -354,8 +375,10 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         try:
             kernel = runner.load(build)
         except Exception as exc:
+            _reject_refused()  # the audit hook stopped its code: the rule is the reason, not the error it raised
             raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
                            {"traceback": traceback.format_exc()})
+        _reject_refused()
         new_threads = watch.threads() - before
         if new_threads:  # a thread of its own from the start: work that can go on while the clock is stopped
             raise Rejected(ev.REJECTED, "load", f"started {len(new_threads)} thread(s) when loaded; a kernel's "

@@ -44,6 +44,7 @@ class NumpyToolchain(Toolchain):
 
 class NumpyRunner(Runner):
     device = "cpu"
+    runtime_packages = ("numpy",)  # the language's runtime: a kernel file's code may call into it
 
     def load(self, build: BuildResult) -> KernelFn:
         _, fn = load_kernel_module(build.artifact)
