@@ -69,11 +69,12 @@ def kernel_for(problem, target: str, search: int, workdir: Path) -> tuple[str, s
 
 
 def raw_launcher(problem, target: str, source: str, language: str, workdir: Path):
+    """The kernel built and loaded (the raw launcher ``kernel(inputs, outputs)``) and the runner that loaded it."""
     registered = get_manager().target(target)
     build = registered.backend.toolchain(registered.spec, language).build(
         source, workdir / registered.spec.name / Candidate(source, language).source_hash, problem)
     runner = registered.backend.runner(registered.spec)
-    return runner.load(build), runner.device
+    return runner.load(build), runner
 
 
 def synchronize(device: str) -> None:
@@ -146,7 +147,8 @@ def measure(op_name: str, dtype: str | None, dims: dict[str, int], size: str, ar
         problem = resolve_problem(op_name, problem.check_dims()[0], dtype, None)
     workdir = Path(args.workdir)
     source, language, chosen = kernel_for(problem, args.target, args.search, workdir)
-    raw, device = raw_launcher(problem, args.target, source, language, workdir / "builds")
+    raw, runner = raw_launcher(problem, args.target, source, language, workdir / "builds")
+    device = runner.device
     op = torch_op(problem, args.target, source, language)
     # outputs sized by values: a caller's batches differ from call to call, so every contender cycles through
     # input sets of different sizes (as the harness draws fresh inputs each round)

@@ -27,7 +27,7 @@ from kevolve.harness.pipeline import HarnessConfig
 from kevolve.plugins import get_manager, worker_bootstrap
 from kevolve.synthesis.base import Candidate
 from layout import RESULTS, result_path
-from op_overhead import kernel_for, machine
+from op_overhead import kernel_for, machine, raw_launcher
 from report import with_caching_malloc
 
 ARMS = ("on", "off")
@@ -50,14 +50,10 @@ def measure(op_name: str, args) -> dict:
     problem = resolve_problem(op_name, None, None, None)
     workdir = Path(args.workdir)
     source, language, chosen = kernel_for(problem, args.target, 0, workdir)
-    registered = get_manager().target(args.target)
-    candidate = Candidate(source, language)
-    build = registered.backend.toolchain(registered.spec, language).build(
-        source, workdir / registered.spec.name / candidate.source_hash, problem)
-    runner = registered.backend.runner(registered.spec)
-    kernel = runner.load(build)
+    kernel, runner = raw_launcher(problem, args.target, source, language, workdir)
     runner.start_device()
-    task = {"target": registered.spec.name, "source_hash": candidate.source_hash, "problem": problem.to_spec(),
+    task = {"target": get_manager().target(args.target).spec.name,
+            "source_hash": Candidate(source, language).source_hash, "problem": problem.to_spec(),
             "bootstrap": worker_bootstrap()}
     config = HarnessConfig(baselines=("eager",)).for_worker()
     speedups: dict[str, list[float]] = {arm: [] for arm in ARMS}

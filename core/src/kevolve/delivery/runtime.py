@@ -218,9 +218,6 @@ def refuse_gradient(qualname: str, lib: Any) -> str:
     return f"a Python formula that raises; the native one was not built: {why}"
 
 
-_NATIVE: list[Any] = []
-
-
 def prepare_native() -> str:
     """Build (or find) ``native.cpp`` now, before processes that register ops need it; returns why it is
     unavailable, or ''."""
@@ -246,18 +243,16 @@ _LOADED: dict[str, Any] = {}
 
 
 def _native() -> Any:
-    """The compiled ``native.cpp`` (loaded once per process)."""
-    if not _NATIVE:
-        import ctypes
+    """The compiled ``native.cpp`` (loaded once per process by :func:`_loaded`), its functions' C signatures set."""
+    import ctypes
 
-        library = _loaded(Path(__file__).with_name("native.cpp"))
-        library.kevolve_raise_on_backward.restype = ctypes.c_int
-        library.kevolve_raise_on_backward.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
-        library.kevolve_bind_op.restype = ctypes.c_int
-        library.kevolve_bind_op.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int,
-                                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-        _NATIVE.append(library)
-    return _NATIVE[0]
+    library = _loaded(Path(__file__).with_name("native.cpp"))
+    library.kevolve_raise_on_backward.restype = ctypes.c_int
+    library.kevolve_raise_on_backward.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+    library.kevolve_bind_op.restype = ctypes.c_int
+    library.kevolve_bind_op.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    return library
 
 
 def build_torch_library(source: Path, include_dirs: Sequence[Path] = (), python: bool = False) -> Path:

@@ -55,8 +55,7 @@ _refused: list[str] = []
 
 def record_file(path: str) -> None:
     """Note a loaded kernel file (its code is then held to the rules above), and install the audit hook."""
-    KERNEL_FILES.add(os.path.realpath(path))
-    KERNEL_FILES.add(path)
+    KERNEL_FILES.add(path)  # its code objects carry the path it is loaded by
     _install_hook()
 
 
@@ -71,8 +70,7 @@ def calls_checked(runtimes: tuple[str, ...]) -> Iterator[list[str]]:
     """Within the block, every call made from a kernel file's code (on this thread and on threads started with
     :mod:`threading`) is checked; the list it yields collects the violations."""
     found: list[str] = []
-    allowed_dirs = tuple(_package_dir(name) for name in runtimes)
-    allowed_dirs = tuple(d for d in allowed_dirs if d)
+    allowed_dirs = tuple(filter(None, map(_package_dir, runtimes)))
 
     in_c: set[int] = set()  # kernel frames in a C call: Python that the C code calls back is not theirs
 
@@ -106,7 +104,7 @@ def is_kernel(code: Any) -> bool:
 
 
 def _callee_allowed(code: Any, allowed_dirs: tuple[str, ...]) -> bool:
-    return is_kernel(code) or bool(allowed_dirs) and code.co_filename.startswith(allowed_dirs)
+    return is_kernel(code) or code.co_filename.startswith(allowed_dirs)
 
 
 def _builtin_allowed(function: Any, runtimes: tuple[str, ...]) -> bool:
@@ -122,7 +120,7 @@ def _builtin_allowed(function: Any, runtimes: tuple[str, ...]) -> bool:
         return name not in CALLING_BACK
     module = owner.__name__ if isinstance(owner, ModuleType) else (getattr(function, "__module__", None)
                                                                      or type(owner).__module__)
-    return bool(runtimes) and str(module).split(".")[0] in runtimes
+    return str(module).split(".")[0] in runtimes
 
 
 def _describe(function: Any) -> str:

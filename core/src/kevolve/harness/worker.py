@@ -306,7 +306,8 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         if mismatch is not None:
             index, bad = mismatch
             raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
-                               "calls were right: it computes only while checked, or hands back answers it remembered)", {**bad, "output": index})
+                           "calls were right: it computes only while checked, or hands back answers it remembered)",
+                           {**bad, "output": index})
         _warm(baselines_only.values(), runner)
         got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock, before_call=vary,
                                            inner={name: lengths[name] for name in baselines_only}))
