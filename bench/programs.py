@@ -73,6 +73,9 @@ def run_one(path: Path, args: argparse.Namespace, store: Path) -> dict:
                    untimed_baselines=data["untimed_baselines"])
         if not result.correct:
             row["reason"] = _reason(result)
+        elif result.final is not None and not result.final.evaluation.correct:  # the speedups are the search's
+            ev = result.final.evaluation
+            row["final_failed"] = f"{ev.status}: {ev.reason.strip().splitlines()[0] if ev.reason.strip() else ''}"
     row["seconds"] = round(time.monotonic() - started, 1)
     return row
 
@@ -139,7 +142,9 @@ def markdown(data: dict) -> str:
               "|---|---|---|---|---|---|---|---|"]
     for r in data["rows"]:
         kernel = f"{r['kernel_seconds'] * 1e6:.1f} us" if r.get("kernel_seconds") else "-"
-        note = r.get("reason") or r.get("untimed") or r.get("timing_note") or "; ".join(f"{k}: {v}" for k, v in
+        failed = f"the final re-timing failed ({r['final_failed']}); the search's timing shown" \
+            if r.get("final_failed") else ""
+        note = r.get("reason") or failed or r.get("untimed") or r.get("timing_note") or "; ".join(f"{k}: {v}" for k, v in
                                                                  (r.get("untimed_baselines") or {}).items())
         lines.append(f"| `{r['problem']}` | {'yes' if r['correct'] else 'no'} | {_ratio(r.get('vs_eager'))} | "
                      f"{_ratio(r.get('vs_compile'))} | {kernel} | {r.get('candidates', '-')} | {r['seconds']} | "
@@ -178,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default=None, help="default: bench/out/programs/<target>.sqlite")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--suffix", default="", help="appended to the result files' names")
+    parser.add_argument("--shard", default="", metavar="K/N",
+                        help="run every N-th problem to do, from the K-th (1-based): N runs with --suffix of their "
+                             "own share one GPU (the device lock keeps their timings apart); --merge joins them")
+    parser.add_argument("--merge", nargs="+", default=[], metavar="JSON",
+                        help="first add the rows of these result files (shards of this run, same settings)")
     args = parser.parse_args(argv)
     args.baselines = [b for b in args.baselines.split(",") if b]
 
@@ -204,6 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         data["rows"], data["date"] = old["rows"], old["date"]
         data["command"] = old["command"] if old["command"] == data["command"] else \
             f"{old['command']}; resumed with {data['command']}"
+    for path in args.merge:
+        other = json.loads(Path(path).read_text())
+        differing = [k for k in SETTINGS if other.get(k) != settings[k]]
+        if differing:
+            print(f"{path} was made with other settings ({', '.join(differing)}); not merged", file=sys.stderr)
+            return 2
+        known = {r["problem"] for r in data["rows"]}
+        data["rows"] += [r for r in other["rows"] if r["problem"] not in known]
+        data["command"] += f"; merged {other['command']}"
     if args.rerun_failed:  # after a fix: the rows of the wanted problems that were not correct run again
         names = {label(p) for p in wanted}
         data["rows"] = [r for r in data["rows"] if r["correct"] or r["problem"] not in names]
@@ -212,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     # single and fused problems alternate, so a run cut short still covers both kinds
     todo = sorted((p for p in wanted if label(p) not in done),
                   key=lambda p: (files.index(p) - files.index(problem_files((kind_of(p),))[0]), kind_of(p)))
+    if args.shard:
+        k, n = (int(v) for v in args.shard.split("/"))
+        todo = todo[k - 1::n]
     print(f"{len(wanted) - len(todo)} of {len(wanted)} problems already in {json_path}; {len(todo)} to run",
           file=sys.stderr)
     for i, path in enumerate(todo, 1):
@@ -227,9 +249,11 @@ def main(argv: list[str] | None = None) -> int:
         verdict = (f"correct, {_ratio(row.get('vs_eager'))} vs eager" if row["correct"]
                    else f"not correct: {_cell(row.get('reason'), 120)}")
         print(f"[{i}/{len(todo)}] {label(path)}: {verdict} ({row['seconds']} s)", file=sys.stderr, flush=True)
-    if not todo and data["rows"]:
+    if not todo and data["rows"]:  # nothing run: the table rewritten (the rows of a merge written first)
         data["summary"] = summary(data["rows"], total)
         data.setdefault("updated", now())
+        if args.merge:
+            _write(json_path, json.dumps(data, indent=1) + "\n")
         _write(md_path, markdown(data))
     for kind, v in (data.get("summary") or {}).items():
         print(f"{kind}: {v['correct']}/{v['problems']} correct; geomean vs eager "

@@ -112,18 +112,23 @@ def test_problem_key_separates_shapes_and_dtypes():
     assert len(keys) == 3 and problem("softmax").key() == problem("softmax").key()
 
 
+def _kernelbench(path, model: str, init: str = "[]"):
+    """A KernelBench file of ``model`` (the class body's lines), called on one (4, 16) input, as a problem."""
+    from kevolve.problems.kernelbench import KernelBenchProblem
+
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n" + model
+                    + "\ndef get_inputs():\n    return [torch.randn(4, 16)]\n\n"
+                    f"def get_init_inputs():\n    return {init}\n")
+    return KernelBenchProblem(path)
+
+
 def test_kernelbench_file_is_a_problem(tmp_path):
     from kevolve.problems.kernelbench import KernelBenchProblem
     from kevolve.problems.rebuild import problem_from_spec
 
-    path = tmp_path / "scale.py"
-    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
-                    "    def __init__(self, n):\n        super().__init__()\n"
-                    "        self.w = nn.Parameter(torch.randn(n))\n"
-                    "    def forward(self, x):\n        return x * self.w\n\n"
-                    "def get_inputs():\n    return [torch.randn(4, 16)]\n\n"
-                    "def get_init_inputs():\n    return [16]\n")
-    p = KernelBenchProblem(path)
+    p = _kernelbench(tmp_path / "scale.py", "    def __init__(self, n):\n        super().__init__()\n"
+                     "        self.w = nn.Parameter(torch.randn(n))\n"
+                     "    def forward(self, x):\n        return x * self.w\n", "[16]")
     inputs = p.make_inputs(p.dims, torch.Generator().manual_seed(0))
     assert len(inputs) == 2 and torch.equal(inputs[1], p.extra_inputs()[0])
     assert torch.allclose(p.reference(inputs)[0], inputs[0] * inputs[1])
@@ -132,6 +137,33 @@ def test_kernelbench_file_is_a_problem(tmp_path):
     (tmp_path / "bad.py").write_text("x = 1\n")
     with pytest.raises(ProblemError, match="defines no 'Model'"):
         KernelBenchProblem(tmp_path / "bad.py")
+
+
+def test_module_reference_runs_where_its_inputs_are(tmp_path):
+    """On a GPU target the harness hands the reference device inputs while the file built its module on the
+    host: the reference computes there with the module's weights moved once (a conv on a cuda input against
+    host weights was a runtime_error for every problem with parameters). The meta device stands in for a GPU."""
+    p = _kernelbench(tmp_path / "linear.py", "    def __init__(self):\n        super().__init__()\n"
+                     "        self.fc = nn.Linear(16, 8)\n    def forward(self, x):\n        return self.fc(x)\n")
+    inputs = p.make_inputs(p.dims, torch.Generator().manual_seed(0))
+    out = p.reference([t.to("meta") for t in inputs])[0]
+    assert out.device.type == "meta" and out.shape == (4, 8)
+    assert p.reference([t.to("meta") for t in inputs])[0].device.type == "meta"  # the moved copy is kept
+    assert p.model.fc.weight.device.type == "cpu"  # the problem's own module stays where it was built
+    assert torch.allclose(p.reference(inputs)[0], p.model(inputs[0]))
+
+
+def test_kernelbench_reference_compiles(tmp_path):
+    """The torch.compile baseline of a KernelBench file: dynamo looks the forward's module up by name, and a file
+    loaded without registering it failed every problem's final re-timing (``No module named
+    'kevolve_kernelbench_0'``), so no program table had a torch.compile column."""
+    from kevolve.harness.baselines import compiled_reference
+
+    p = _kernelbench(tmp_path / "scaled_relu.py", "    def forward(self, x):\n        return torch.relu(x) * 2.0\n")
+    inputs = p.make_inputs(p.dims, torch.Generator().manual_seed(0))
+    assert torch.equal(compiled_reference(p, "compile")(*inputs)[0], torch.relu(inputs[0]) * 2.0)
+    # in the worker Inductor compiles in-process: a pool of compile workers would count against its memory cap
+    assert torch._inductor.config.compile_threads == 1
 
 
 def test_dot_interaction_reference_matches_python_loops():

@@ -1,7 +1,8 @@
 """Issue 32, class 3 in Python launchers: a Triton file's launcher that lets torch compute where the harness's
 recording of ATen calls does not look (on a thread of its own, with the recording switched off, from a module
-that calls itself the runtime, from code remade under the runtime's file name) is rejected by the rule it breaks
-(harness/launchers.py); the honest launcher beside them passes."""
+that calls itself the runtime, from code remade under the runtime's file name, with tensor operators under a
+C-level guard that no profile function sees) is rejected by the rule it breaks (harness/launchers.py,
+harness/unseen.py); the honest launcher beside them passes."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def evaluate(path: Path, tmp_path: Path):
     ("recording_switched_off.py", "rejected", "calls _GeneratorContextManager.__enter__"),
     ("passes_for_plumbing.py", "rejected", "calls Tensor.copy_"),
     ("forged_code.py", "compile_error", "a kernel file's code may not make or change code objects"),
+    ("operators_under_guard.py", "rejected", "aten::mul (out of the recording's sight)"),
 ])
 def test_a_launcher_computing_with_torch_out_of_sight_is_rejected(name, status, reason, tmp_path):
     ev = evaluate(KERNELS / "launcher_cheats" / name, tmp_path)

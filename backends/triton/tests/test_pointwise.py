@@ -34,3 +34,16 @@ def test_a_missed_tail_is_caught(facts, config):
     prob = catalog_problem("relu", "float32", SMALL)
     e = evaluate_mutant(pointwise.RECIPES, prob, facts, config, "mask = offs < n", "mask = offs < n - 1")
     assert e.status == "wrong_result", (e.status, e.reason)
+
+
+def test_float_division_is_ieee_in_conformance_kernels():
+    """Triton's ``/`` on float32 is the GPU's approximate division: ``round(z / scale)`` then crossed a half on
+    15 of 33M elements against eager on an H200 (the interpreter divides exactly, so only the spelling can be
+    checked here). Integer kernels keep their own operators."""
+    from kevolve.synthesis.expr import BinOp, Call, Const, Var
+    from kevolve_triton.recipes.aten_pointwise import kernel_expr
+
+    rounded = Call("nearbyint", (BinOp("/", Var("z"), BinOp("/", Var("m"), Const(127.0))),))
+    spelled = kernel_expr(rounded, "tl.float32")
+    assert spelled.count("tl.div_rn(") == 2 and " / " not in spelled
+    assert "div_rn" not in kernel_expr(BinOp("//", Var("a"), Var("b")), "tl.int64")

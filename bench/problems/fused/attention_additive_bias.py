@@ -14,7 +14,7 @@ SMALL = {'BATCH': 1, 'HEADS': 2, 'SEQ': 16, 'HEAD_DIM': 8}
 class Model(nn.Module):
     def forward(self, q, k, v):
         s = q @ k.transpose(-2, -1) * HEAD_DIM ** -0.5
-        pos = torch.arange(s.shape[-1], dtype=s.dtype)
+        pos = torch.arange(s.shape[-1], dtype=s.dtype, device=s.device)
         s = s - 0.1 * (pos[None, :] - pos[:, None]).abs()
         return torch.softmax(s, dim=-1) @ v
 

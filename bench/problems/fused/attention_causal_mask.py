@@ -14,7 +14,7 @@ SMALL = {'BATCH': 1, 'HEADS': 2, 'SEQ': 16, 'HEAD_DIM': 8}
 class Model(nn.Module):
     def forward(self, q, k, v):
         s = q @ k.transpose(-2, -1) * HEAD_DIM ** -0.5
-        mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).triu(1)
+        mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=s.device).triu(1)
         return torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1) @ v
 
 

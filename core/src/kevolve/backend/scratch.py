@@ -14,6 +14,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+import numpy
 import torch
 
 #: this module's torch calls are the harness allocating, not the kernel computing
@@ -42,7 +43,9 @@ def allocate(requests: list[tuple[str, Any]], device: torch.device) -> list[torc
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"scratch(): {dtype_name!r} is not a dtype name (float32, int64, ...)")
         if isinstance(size, (list, tuple)):
-            buffers.append(torch.tensor(size, dtype=dtype, device=device))
+            # through numpy, not torch.tensor: that one runs ops of its own where the harness's recording cannot
+            # see them, which would pass for a kernel computing out of its sight (kevolve.harness.unseen)
+            buffers.append(torch.from_numpy(numpy.asarray(size)).to(dtype=dtype, device=device, copy=True))
         else:
             buffers.append(torch.empty(int(size), dtype=dtype, device=device))
     return buffers

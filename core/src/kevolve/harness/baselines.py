@@ -43,8 +43,18 @@ def check_baselines(baselines: Sequence[str]) -> None:
         raise KevolveError(f"unknown baselines {sorted(unknown)}; choose from {', '.join(BASELINES)}")
 
 
-def compiled_reference(problem: Any, baseline: str) -> Any:
-    """The problem's reference under torch.compile in the baseline's mode."""
+def compiled_reference(problem: Any, baseline: str, *, in_process: bool = True) -> Any:
+    """The problem's reference under torch.compile in the baseline's mode.
+
+    :param in_process: Inductor compiles in this process rather than in its pool of compile workers (one per
+        core), which outlive the compile: in a candidate's worker they count against the memory cap of its
+        process group (sixteen of them took a worker past its 8 GiB on a 16-core GPU host, and every final
+        re-timing with a torch.compile baseline crashed)
+    """
+    if in_process:
+        import torch._inductor.config as inductor
+
+        inductor.compile_threads = 1
     return torch.compile(lambda *xs: problem.reference(list(xs)), mode=COMPILE_MODES[baseline])
 
 
@@ -79,7 +89,7 @@ def main(path: str) -> int:
     task = json.loads(Path(path).read_text())
     problem = problem_from_spec(task["problem"], adopt_bootstrap(task["bootstrap"]).ops.get)
     inputs = [t.to(task["device"]) for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(0))]
-    compiled_reference(problem, task["baseline"])(*inputs)
+    compiled_reference(problem, task["baseline"], in_process=False)(*inputs)
     if task["device"].startswith("cuda"):
         torch.cuda.synchronize()
     return 0

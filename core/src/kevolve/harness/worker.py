@@ -13,6 +13,7 @@ import random
 import sys
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -22,7 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kevolve.backend.runner import Judge
 from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
-from kevolve.harness import baselines, checks, launchers, watch
+from kevolve.harness import baselines, checks, launchers, unseen, watch
 from kevolve.harness import evaluation as ev
 from kevolve.harness.throughput import WAITING_FOR_DEVICE
 from kevolve.harness.variation import InputVariation
@@ -43,9 +44,12 @@ class _TorchCallRecorder(TorchDispatchMode):
     def __init__(self, plumbing: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.ops: list[str] = []
+        #: every op it saw, plumbing and views included, by the profiler's name (``aten::mul``)
+        self.seen: Counter[str] = Counter()
         self.plumbing = plumbing
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen[func._schema.name] += 1
         if str(func) not in _NOT_COMPUTING and not self._from_plumbing():
             self.ops.append(str(func))
         return func(*args, **(kwargs or {}))
@@ -120,16 +124,19 @@ PREDRAWN_BYTES = 1 << 30
 
 def call_watched(kernel: Callable, runner: Any, inputs: list, outputs: list,
                  check_calls: bool = False) -> tuple[list[str], list[str]]:
-    """Call a kernel with every ATen op it dispatches recorded and, with ``check_calls``, every call its file's
-    own code makes checked (harness/launchers.py), then wait for the device. Returns those ops (empty for a
-    kernel that computes by itself; the harness's plumbing modules are not counted) and the calls outside what a
-    launcher may make. Checking calls sees every Python call of the thread (a Triton kernel run by the
-    interpreter ran 3-7x slower), so the harness asks for it at its small shapes only."""
+    """Call a kernel with every ATen op it dispatches recorded (and any that computed where the recording could
+    not see it: harness/unseen.py) and, with ``check_calls``, every call its file's own code makes checked
+    (harness/launchers.py), then wait for the device. Returns those ops (empty for a kernel that computes by
+    itself; the harness's plumbing modules are not counted) and the calls outside what a launcher may make.
+    Checking calls sees every Python call of the thread (a Triton kernel run by the interpreter ran 3-7x
+    slower), so the harness asks for it at its small shapes only; the ops are watched at every checked call."""
     recorder = _TorchCallRecorder((*runner.plumbing_modules, *SCRATCH_PLUMBING))
-    with launchers.calls_checked(runner.runtime_packages) if check_calls else nullcontext([]) as calls, recorder:
+    with launchers.calls_checked(runner.runtime_packages) if check_calls else nullcontext([]) as calls, \
+            unseen.watched() as profiled, recorder:
         kernel(inputs, outputs)
     runner.synchronize()
-    return recorder.ops, calls + launchers.refused()
+    hidden = [f"{name} (out of the recording's sight)" for name in profiled.unseen(recorder.seen)]
+    return recorder.ops + hidden, calls + launchers.refused()
 
 
 def outside_launcher_reason(calls: list[str]) -> str:
@@ -175,7 +182,7 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             if modified:
                 raise Rejected(ev.REJECTED, "correctness", f"modifies its input: {modified}", {"dims": dims})
             # the answer is computed after the kernel's call: while it runs there is none in this process to find
-            expected = [t.to(runner.device) for t in problem.reference(pristine)]
+            expected = [t.to(runner.device) for t in checks.expected(problem, pristine)]
             tol = problem.tolerance(problem.dtype)
             mismatch = checks.first_mismatch(outputs, expected, tol, round_)
             if mismatch is not None:
@@ -202,8 +209,8 @@ def audit_kernel(problem, kernel: Callable, runner) -> str:
         outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), 0, runner.device)
 
         def judge(written: list[torch.Tensor]) -> str | None:
-            mismatch = checks.first_mismatch(written, problem.reference(pristine), problem.tolerance(problem.dtype),
-                                             0)
+            mismatch = checks.first_mismatch(written, checks.expected(problem, pristine),
+                                             problem.tolerance(problem.dtype), 0)
             return None if mismatch is None else f"output {mismatch[0]}: {mismatch[1]['reason']}"
 
         return inputs, outputs, judge
@@ -302,7 +309,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         started = watch.children() - known_children
         if started:
             raise Rejected(ev.REJECTED, "timing", f"started a process while timed (pids {sorted(started)})")
-        mismatch = checks.first_mismatch(outputs, problem.reference(inputs), tol, 1)
+        mismatch = checks.first_mismatch(outputs, checks.expected(problem, inputs), tol, 1)
         if mismatch is not None:
             index, bad = mismatch
             raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import itertools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,16 @@ class KernelBenchProblem(ModuleProblem):
     def _load(self):
         spec = importlib.util.spec_from_file_location(f"kevolve_kernelbench_{next(_ids)}", self.path)
         module = importlib.util.module_from_spec(spec)
+        # registered as an imported module is: torch.compile (the baselines) finds the forward's globals by name
+        sys.modules[spec.name] = module
         try:
             spec.loader.exec_module(module)
         except SystemExit as exc:
+            del sys.modules[spec.name]
             raise ProblemError(f"{self.path} calls sys.exit({exc.code!r}) while being imported; a problem file may "
                                "only define Model, get_inputs and get_init_inputs") from None
         except Exception as exc:
+            del sys.modules[spec.name]
             raise ProblemError(f"{self.path} failed to import: {type(exc).__name__}: {exc}") from None
         return module
 

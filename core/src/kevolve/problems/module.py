@@ -6,6 +6,7 @@ only in where the module and its inputs come from.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
@@ -63,9 +64,24 @@ class ModuleProblem(Problem):
         return list(self._weights)
 
     def reference(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The module's forward on the device the inputs are on, as a model moved there with ``.to(device)``
+        computes it (its weights are the same values as the kernel's extra inputs)."""
+        tensors = inputs[: self.n_inputs]
+        device = next((t.device for t in tensors if isinstance(t, torch.Tensor)), None)
         with torch.no_grad():
-            out = self.model(*inputs[: self.n_inputs])
+            out = self._model_on(device)(*tensors)
         return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    def _model_on(self, device: torch.device | None) -> torch.nn.Module:
+        """The module with its weights on ``device``: itself where they already are, else a copy moved there
+        once (kept, so a timed reference call pays no copy)."""
+        home = next((w.device for w in self._weights), None)
+        if device is None or home is None or device == home:
+            return self.model
+        moved = self.__dict__.setdefault("_moved", {})
+        if device not in moved:
+            moved[device] = copy.deepcopy(self.model).to(device)
+        return moved[device]
 
     def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Traced on meta tensors, weights included, without touching the real module; a forward that makes

@@ -61,6 +61,8 @@ def kernel_expr(expr: Expr, ct: str, storage: str = "float32") -> str:
     spellings = {**tl_math.SPELLINGS, tl_math.SCALAR: f"tl.full([], {{}}, {ct})", "round_storage": rounding}
     if ct == "tl.int64":  # exact: C's remainder of integers (srem; the interpreter's np.fmod), not through floats
         spellings["fmod"] = "(({}) % ({}))"
+    else:
+        expr = tl_math.exact_division(expr)
     return triton_expr(tl_math.scalar_args(expr), spellings, literal_for(ct))
 
 

@@ -350,6 +350,7 @@ SPELLINGS: dict[str, str] = {
     "floor": "tl.floor({})", "ceil": "tl.ceil({})",
     "bitand": "(({}) & ({}))", "bitxor": "(({}) ^ ({}))", "bitwise_not": "(~({}))",
     "where": "tl.where({}, {}, {})",
+    "div_rn": "tl.div_rn({}, {})",
     "lt": "(({}) < ({}))", "le": "(({}) <= ({}))", "gt": "(({}) > ({}))", "ge": "(({}) >= ({}))",
     "eq": "(({}) == ({}))", "ne": "(({}) != ({}))",
     "and": "(({}) & ({}))", "or": "(({}) | ({}))", "not": "(({}) == 0)",
@@ -390,6 +391,17 @@ def helper_sources(text: str) -> str:
             wanted.add(name)
             pending.extend(table[name][1])
     return "".join(table[n][0] + "\n\n" for n in table if n in wanted)
+
+
+def exact_division(expr: Expr) -> Expr:
+    """``expr`` with every ``/`` made ``tl.div_rn``: Triton's ``/`` on float32 is the GPU's approximate division
+    (2 ulp), which moves a ``round(z / scale)`` across a half and differs from ATen, whose division is IEEE."""
+    if isinstance(expr, BinOp):
+        left, right = exact_division(expr.left), exact_division(expr.right)
+        return Call("div_rn", (left, right)) if expr.op == "/" else BinOp(expr.op, left, right)
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(exact_division(a) for a in expr.args))
+    return expr
 
 
 def scalar_args(expr: Expr) -> Expr:
