@@ -95,6 +95,52 @@ def test_bfloat16_sums_round_to_nearest_like_a_gpu(tmp_path):
     _in_interpreter("_bfloat16_rounding", tmp_path)
 
 
+def test_few_long_rows_are_reduced_in_pieces(tmp_path):
+    _in_interpreter("_pieces", tmp_path)
+
+
+class _Launches:
+    """Stands in for a @triton.jit kernel of a loaded file and counts its launches."""
+
+    def __init__(self, jit) -> None:
+        self.jit, self.grids = jit, []
+
+    def __getitem__(self, grid):
+        self.grids.append(grid)
+        return self.jit[grid]
+
+
+def _pieces(tmp_path) -> None:
+    # 3 rows of 70001 at BLOCK 256: a program per row, each row in 69 pieces of 1024 and a join; sums, means and
+    # norms accumulate in float64 (a piece's result is kept unrounded), counts in integers
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 70001, generator=gen)
+    x[2, ::7] = 0.0
+    cases = [("sum", "float32", ("float32",), {"dtype": None}, x, x.double().sum(1)),
+             ("mean", "float32", ("float32",), {"dtype": None}, x, x.double().mean(1)),
+             ("linalg.vector_norm", "float32", ("float32",), {"ord": 2.0}, x, x.double().norm(dim=1)),
+             ("count_nonzero", "float32", ("int64",), {}, x, (x != 0).sum(1)),
+             ("any", "bool", ("bool",), {}, x[:, :-1] > 3.5, (x[:, :-1] > 3.5).any(1)),
+             ("sum", "bfloat16", ("bfloat16",), {"dtype": None}, x.bfloat16(), x.bfloat16().float().sum(1))]
+    for op, dtype, outputs, attrs, data, expected in cases:
+        problem = ConformanceProblem(KernelSpec(op, (("in0", dtype),), outputs, None, "reduce", 0, attrs))
+        recipe = next(r for r in RECIPES if r.supports(problem))
+        path = Path(tmp_path) / f"pieces_{op}_{dtype}.py"
+        path.write_text(recipe.render(problem, {"BLOCK": 256, "num_warps": 4}))
+        module, kernel = load_kernel_module(str(path))
+        pieces = module._kv_reduce_piece_kernel = _Launches(module._kv_reduce_piece_kernel)
+        (out,) = _call(kernel, data, ((3,), getattr(torch, outputs[0])))
+        assert pieces.grids == [(3, 69)], (op, pieces.grids)
+        rtol = 8e-3 if dtype == "bfloat16" else 1e-6  # a float32 sum in another order may round to another bf16
+        torch.testing.assert_close(out, expected.to(out.dtype), rtol=rtol, atol=0, msg=op)
+    # many rows, or short ones, stay one program per block of rows
+    sum_kernel = load_kernel_module(str(Path(tmp_path) / "pieces_sum_float32.py"))
+    sum_kernel[0]._kv_reduce_piece_kernel = pieces = _Launches(sum_kernel[0]._kv_reduce_piece_kernel)
+    short = x[:, :2000].contiguous()
+    (out,) = _call(sum_kernel[1], short, ((3,), torch.float32))
+    assert pieces.grids == [] and torch.allclose(out, short.sum(1))
+
+
 def _hand_computed(tmp_path) -> None:
     # rows longer than one tile (BLOCK 256): a lane's first extremum, then the first across lanes
     rows = torch.zeros(4, 300)
@@ -166,7 +212,8 @@ def test_the_same_sources_compile_ahead_for_sm90_and_gfx942(tmp_path, monkeypatc
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     cases = [("max", "reduce", ("float32", "int64"), {"indices": True}, (33, 70), [(33,), (33,)]),
              ("prod", "reduce", ("bfloat16",), {"dtype": None}, (5, 300), [(5,)]),
-             ("logcumsumexp", "scan", ("float32",), {}, (2, 9, 5), [(2, 9, 5)])]
+             ("logcumsumexp", "scan", ("float32",), {}, (2, 9, 5), [(2, 9, 5)]),
+             ("mean", "reduce", ("float32",), {"dtype": None}, (2, 70000), [(2,)])]  # in pieces
     for op, layout, outputs, attrs, shape, out_shapes in cases:
         problem = ConformanceProblem(KernelSpec(op, (("in0", outputs[0]),), outputs, None, layout, 0, attrs))
         recipe = next(r for r in RECIPES if r.supports(problem))
