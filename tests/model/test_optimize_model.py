@@ -30,10 +30,14 @@ class Tiny(torch.nn.Module):
 
 
 class AfterRelu(torch.nn.Module):
-    """Four elementwise passes in eager, one in the kernel: its op is clearly faster, so it is swapped in."""
+    """Twelve elementwise passes in eager, one in the kernel: its op is faster by a margin no load on the machine
+    hides (at four passes against a kernel on two OpenMP threads, a full parallel test run made it slower in the
+    caller twice and it was kept, not swapped), so it is swapped in."""
 
     def forward(self, x):
-        return ((x * 2.0 + 1.0) * 3.0 - 4.0) / 5.0
+        for _ in range(3):
+            x = ((x * 2.0 + 1.0) * 3.0 - 4.0) / 5.0
+        return x
 
 
 @pytest.fixture

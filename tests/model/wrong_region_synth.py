@@ -1,6 +1,7 @@
-"""A synthesizer proposing one C++ kernel for ``((x * 2 + 1) * 3 - 4) / 5`` that is right on the harness's drawn inputs (random
-normal floats) but wrong wherever two neighbouring inputs are exactly 0, as half of them are after a ReLU inside a model.
-(One exact 0 does turn up in a few million normal draws of float32; two side by side do not.)"""
+"""A synthesizer proposing one C++ kernel (one pass, one thread) for ``((x * 2 + 1) * 3 - 4) / 5`` applied three
+times that is right on the harness's drawn inputs (random normal floats) but wrong wherever two neighbouring inputs are
+exactly 0, as half of them are after a ReLU inside a model. (One exact 0 does turn up in a few million normal draws of
+float32; two side by side do not.)"""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const float* x = (const float*)in[0].data;
     float* y = (float*)out[0].data;
     const int64_t n = kv_numel(&out[0]);
-    #pragma omp parallel for num_threads(2)
     for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i];
+        float v = x[i];
         const bool zeros = v == 0.0f && i + 1 < n && x[i + 1] == 0.0f;
-        y[i] = zeros ? 7.0f : ((v * 2.0f + 1.0f) * 3.0f - 4.0f) / 5.0f;
+        for (int k = 0; k < 3; ++k) v = ((v * 2.0f + 1.0f) * 3.0f - 4.0f) / 5.0f;
+        y[i] = zeros ? 7.0f : v;
     }
     return 0;
 }

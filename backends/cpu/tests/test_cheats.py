@@ -47,6 +47,7 @@ def harness_dir(harness: HarnessConfig) -> Path:
     ("background_thread.cpp", "rejected", "links _ZNSt6thread"),
     ("slows_the_baseline.py", "rejected", "kept computing"),
     ("thread_at_load.py", "rejected", "thread(s) when loaded"),
+    ("torch_once_checked.py", "rejected", "in a call among the timed ones"),
     # class 2: changing the clock
     ("patches_clock.cpp", "rejected", "defines clock_gettime"),
     ("patches_timer.py", "rejected", "changes the clock: time.perf_counter"),

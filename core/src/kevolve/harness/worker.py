@@ -250,7 +250,9 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     timed (by the outputs' poison, by counting calls, by remembering an input's answer) is caught by the check of
     each round's last timed call, whose outputs are copied the moment the sample ends and compared with the
     reference computed after it; a thread still computing after the call returned is caught by watching the
-    process's other threads for a moment; a child process started while timed, by looking for one."""
+    process's other threads for a moment; a child process started while timed, by looking for one; torch
+    computing once the checks are behind, by one more call watched like a checked one after the timed calls of
+    a majority of the rounds."""
     from kevolve.delivery.op import op_name, register_kernel
 
     op = register_kernel(problem, kernel, runner.device, op_name(problem, task["target"], task["source_hash"]),
@@ -289,7 +291,10 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     # in full, which device timers would hide, so it is timed as the loop runs (kernel and baselines alike)
     host_clock = host_clock or problem.value_sized
     samples: dict[str, list[float]] = {name: [] for name in thunks}
-    for _ in range(config["repeats"]):
+    # a majority of the rounds, drawn at random, end with a watched call: a kernel that lets torch compute in
+    # enough rounds to move the median meets one of them
+    watched_rounds = set(rng.sample(range(config["repeats"]), min(config["repeats"], config["repeats"] // 2 + 1)))
+    for round_ in range(config["repeats"]):
         draw()  # the first round too: calibration computed the baselines' answers to the inputs it used
         vary = InputVariation([caller[i] for i in problem.varied_inputs(caller)], rng)
         # one untimed call on the new inputs: a caller's loop has its allocator blocks and kernel specialisations
@@ -315,6 +320,8 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
             raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
                            "calls were right: it computes only while checked, or hands back answers it remembered)",
                            {**bad, "output": index})
+        if round_ in watched_rounds:
+            _watch_one_more(problem, kernel, runner, inputs, vary)
         _warm(baselines_only.values(), runner)
         got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock, before_call=vary,
                                            inner={name: lengths[name] for name in baselines_only}))
@@ -323,6 +330,24 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     timings = {name: ev.Timing.of(s) for name, s in samples.items()}
     speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
     return timings, speedups, untimed, run_kernel, [inputs, _as_list(returned[0])]
+
+
+def _watch_one_more(problem, kernel: Callable, runner, inputs: list[torch.Tensor], vary: Callable[[], None]) -> None:
+    """One more call after a round's timed calls, on its inputs varied once more, watched as a checked call is
+    (its ATen ops, its answer): the sample's length is drawn at random, so the kernel cannot tell this call from
+    a timed one, and one that lets torch compute once the checks are behind it is caught there."""
+    vary()
+    outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), 1, runner.device)
+    torch_ops, calls = call_watched(kernel, runner, inputs, outputs)
+    if torch_ops or calls:
+        why = torch_calls_reason(torch_ops) if torch_ops else outside_launcher_reason(calls)
+        raise Rejected(ev.REJECTED, "timing", f"{why}, in a call among the timed ones",
+                       {"torch_ops": torch_ops[:20], "calls": calls[:20]})
+    mismatch = checks.first_mismatch(outputs, checks.expected(problem, inputs), problem.tolerance(problem.dtype), 1)
+    if mismatch is not None:
+        index, bad = mismatch
+        raise Rejected(ev.WRONG, "timing", f"a call among the timed ones, output {index}: {bad['reason']}",
+                       {**bad, "output": index})
 
 
 def _warm(thunks: Iterable[Callable], runner) -> None:
