@@ -36,6 +36,7 @@ NAN, INF = math.nan, math.inf
 @pytest.mark.parametrize(("op", "kernels"), [
     ("sum", 1),  # every dim / dim-list / keepdim form through one (outer, R) kernel
     ("max", 3),  # values + indices, values only, and the binary (pointwise recipe) variant
+    ("amin", 1),  # the extreme value alone, no index kept
     ("var", 7),  # one kernel per correction
     ("cummax", 1),  # two outputs, ties move the index forward
     ("cumprod", 1),  # float64 accumulation: overflows where ATen's does

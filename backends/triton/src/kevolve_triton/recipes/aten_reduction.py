@@ -73,6 +73,12 @@ def _kvr_nanmax(a, b):
 
 
 @triton.jit
+def _kvr_nanmin(a, b):
+    """min that propagates NaN on every target, elementwise."""
+    return tl.where(a != a, a, tl.where((b < a) | (b != b), b, a))  # noqa: PLR0124
+
+
+@triton.jit
 def _kvr_first_max(va, ia, vb, ib):
     """The first maximum of two (value, index) candidates, elementwise: a NaN beats any number (the first NaN
     wins), then the greater value, then the smaller index (PyTorch's max/argmax rule)."""
@@ -171,6 +177,20 @@ def _pick(larger: bool, key: str = "v") -> Pass:
                  "at = first"))
 
 
+def _extreme(larger: bool) -> Pass:
+    """The extreme value alone, for the reductions that return no index (amax, max without ``dim``): each lane
+    keeps its running extremum (a NaN sticks), then the row's is the lanes' (NaN if any lane has one). Keeping
+    the first extremum's index as well, as :func:`_pick` does, more than doubles the work per element for an
+    index no one reads."""
+    combine = "_kvr_nanmax" if larger else "_kvr_nanmin"
+    worst = NEG_INF if larger else POS_INF
+    extreme = "tl.max" if larger else "tl.min"
+    return Pass((f"best = tl.full({_TILE}, {worst}, ACC)",), (f"best = {combine}(best, tl.where(m, v, {worst}))",),
+                ("nan = best != best",
+                 f"top = {extreme}(tl.where(nan, {worst}, best), axis=1)",
+                 "best = tl.where(tl.sum(nan.to(tl.int32), axis=1) > 0, float('nan'), top)"), worst)
+
+
 def _moment(attrs: dict[str, Any], root: bool) -> Reduction:
     """Variance in two passes (the mean, then squared deviations) over max(0, N - correction); NaN when empty."""
     correction = triton_literal(float(attrs.get("correction", 1.0)))
@@ -229,12 +249,10 @@ def reduce_body(op: str, attrs: dict[str, Any]) -> Reduction:
         exps = _accumulate("tl.exp(v - shift[:, None])")
         return Reduction((top, exps), ("tl.log(res) + shift",))
     if op in ("amax", "amin", "max", "min", "argmax", "argmin"):
-        picked = _pick(op.endswith("max"))
-        if op.startswith("arg"):
-            results: tuple[str, ...] = ("at",)
-        else:
-            results = ("best", "at") if attrs.get("indices") else ("best",)
-        return Reduction((picked,), results, nonempty=True)
+        larger = op.endswith("max")
+        if not op.startswith("arg") and not attrs.get("indices"):
+            return Reduction((_extreme(larger),), ("best",), nonempty=True)
+        return Reduction((_pick(larger),), ("at",) if op.startswith("arg") else ("best", "at"), nonempty=True)
     if op in ("std", "var"):
         return _moment(attrs, op == "std")
     if op == "linalg.vector_norm":
