@@ -13,10 +13,12 @@ from kevolve.harness.pipeline import HarnessConfig
 
 
 class Chain(torch.nn.Module):
-    """Six elementwise ops: eager makes six passes over memory, a fused kernel one."""
+    """Twelve elementwise ops: eager makes twelve passes over memory, a fused kernel one (at six, a full parallel
+    test run on two cores timed the kernel's op slower than the module in the caller, and it was kept)."""
 
     def forward(self, x):
-        return (x * torch.sigmoid(x) + 0.5 * x).clamp(-3, 3) * 2.0 - 1.0
+        y = (x * torch.sigmoid(x) + 0.5 * x).clamp(-3, 3) * 2.0 - 1.0
+        return (y * torch.sigmoid(y) + 0.5 * y).clamp(-3, 3) * 2.0 - 1.0
 
 
 class Tiny(torch.nn.Module):

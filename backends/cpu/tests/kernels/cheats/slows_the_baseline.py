@@ -1,20 +1,23 @@
-# Cheat (class 1): right answers, but while timed each call leaves a thread burning the CPU for a while, so that
-# the baseline timed next runs slower and the kernel looks faster beside it.
+# Cheat (class 1): right answers, but once past the calls the checks make, it keeps a thread burning the CPU, so
+# that the baseline timed next runs slower and the kernel looks faster beside it.
 import threading
 import time
 
-import numpy as np
 from softmax_rows import softmax_rows
+
+_calls = [0]
+_burner = [None]
 
 
 def _burn():
-    end = time.monotonic() + 0.2
+    end = time.monotonic() + 1.0
     while time.monotonic() < end:
         pass
 
 
 def kernel(x, y):
-    checked = np.isnan(y[0, 0]) or y[0, 0] == np.float32(-3.0e38)
+    _calls[0] += 1
     softmax_rows(x, y)
-    if not checked:
-        threading.Thread(target=_burn).start()
+    if _calls[0] > 12 and (_burner[0] is None or not _burner[0].is_alive()):
+        _burner[0] = threading.Thread(target=_burn)
+        _burner[0].start()
