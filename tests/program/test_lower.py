@@ -11,7 +11,7 @@ from kevolve.conformance.table import OPS
 from kevolve.problems.kernelbench import KernelBenchProblem
 from kevolve.program.capture import capture
 from kevolve.program.graph import LoweringError, build
-from kevolve.program.lower import CONST, INPUT, OUTPUT, SCRATCH, lower
+from kevolve.program.lower import CONST, FOLD, INPUT, OUTPUT, SCRATCH, lower
 from kevolve.program.overloads import OVERLOADS, Overload
 
 
@@ -49,6 +49,19 @@ def test_views_fold_into_strides_and_intermediates_go_to_scratch():
                if program.buffers[v.buffer].kind == INPUT}
     assert strides[1] == (1, 33) and strides[2] == (0, 1)
     assert program.buffers[step.outputs[0].buffer].kind == OUTPUT
+
+
+def test_a_fold_knob_reads_a_reduction_in_place_instead_of_copying_it():
+    """sum over the middle dim and amax over the first: prepare's permuted copies are kernels of their own,
+    unless the fold knob lets the reduction read the input as a strided (A, R, I) view (no scratch then)."""
+    graph = build(capture(KernelBenchProblem(PROBLEMS / "reductions.py")), "reductions")
+    copied = lower(graph)
+    assert [s.name for s in copied.steps] == ["sum_1_prep0", "sum_1", "mean", "amax_prep0", "amax", "argmax"]
+    folded = lower(graph, {FOLD + "sum_1": True, FOLD + "amax": True})
+    assert [s.name for s in folded.steps] == ["sum_1", "mean", "amax", "argmax"] and folded.scratch_bytes == 0
+    views = {s.name: (s.inputs[0].shape, s.inputs[0].strides) for s in folded.steps}
+    # x is (6, 10, 12): sum(dim=1) reads lines of 10 twelve apart, amax(dim=0) lines of 6 across 120 outputs
+    assert views["sum_1"] == ((6, 10, 12), (120, 12, 1)) and views["amax"] == ((120, 6, 1), (1, 120, 120))
 
 
 def test_a_chain_with_kernels_between_keeps_intermediates_in_aligned_scratch():

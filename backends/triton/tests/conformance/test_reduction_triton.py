@@ -131,7 +131,7 @@ def _pieces(tmp_path) -> None:
         module, kernel = load_kernel_module(str(path))
         pieces = module._kv_reduce_piece_kernel = _Launches(module._kv_reduce_piece_kernel)
         (out,) = _call(kernel, data, ((3,), getattr(torch, outputs[0])))
-        assert pieces.grids == [(3, 69)], (op, pieces.grids)
+        assert pieces.grids == [(3, 1, 69)], (op, pieces.grids)
         rtol = 8e-3 if dtype == "bfloat16" else 1e-6  # a float32 sum in another order may round to another bf16
         torch.testing.assert_close(out, expected.to(out.dtype), rtol=rtol, atol=0, msg=op)
     # many rows, or short ones, stay one program per block of rows
@@ -140,6 +140,39 @@ def _pieces(tmp_path) -> None:
     short = x[:, :2000].contiguous()
     (out,) = _call(sum_kernel[1], short, ((3,), torch.float32))
     assert pieces.grids == [] and torch.allclose(out, short.sum(1))
+
+
+def test_a_strided_view_is_reduced_in_place(tmp_path):
+    _in_interpreter("_in_place", tmp_path)
+
+
+def _in_place(tmp_path) -> None:
+    # a program's reduction over a leading or middle dimension reads the tensor as a view (A, R, I) of its own
+    # memory (kevolve.conformance.ops.reduction.rows_in_place): output a * I + i reduces view[a, :, i]
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(5, 300, 7, generator=gen)
+    x[1, 17, 3] = NAN
+    cases = [("sum", ("float32",), {"dtype": None}, x, [x.double().sum(1)]),  # the middle dim: groups along A
+             ("amax", ("float32",), {}, x.reshape(5, 2100).t().unsqueeze(-1), [x.reshape(5, 2100).amax(0)]),
+             ("argmax", ("int64",), {}, x, [x.argmax(1)]),
+             ("var", ("float32",), {"correction": 1.0}, x, [x.double().var(1)])]
+    for op, outputs, attrs, view, expected in cases:
+        kernel = _kernel(tmp_path, op, "reduce", "float32", outputs, attrs)
+        got = _call(kernel, view, *((tuple(e.shape), getattr(torch, d)) for e, d in zip(expected, outputs)))
+        for out, want in zip(got, expected):
+            torch.testing.assert_close(out, want.to(out.dtype), equal_nan=True, msg=op)
+    # two groups of three lines 9000 long: each line in 141 pieces of 64 (tiles of 4 lines by 16), the groups on
+    # the grid's second axis
+    problem = ConformanceProblem(KernelSpec("sum", (("in0", "float32"),), ("float32",), None, "reduce", 0,
+                                            {"dtype": None}))
+    path = Path(tmp_path) / "in_place_sum.py"
+    path.write_text(next(r for r in RECIPES if r.supports(problem)).render(problem, {"BLOCK": 256, "num_warps": 4}))
+    module, sum_kernel = load_kernel_module(str(path))
+    module._kv_reduce_piece_kernel = pieces = _Launches(module._kv_reduce_piece_kernel)
+    long = torch.randn(2, 9000, 3, generator=gen)
+    (out,) = _call(sum_kernel, long, ((2, 3), torch.float32))
+    assert pieces.grids == [(1, 2, 141)], pieces.grids
+    torch.testing.assert_close(out, long.double().sum(1).float())
 
 
 def _hand_computed(tmp_path) -> None:

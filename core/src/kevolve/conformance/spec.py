@@ -69,6 +69,10 @@ class OpSpec:
     #: the two larger random samples, from the input's shape and a tensor maker: (args, kwargs), or
     #: (input, args, kwargs) to replace the input drawn at that shape
     large: Callable[[tuple[int, ...], Any], tuple] | None = None
+    #: ``(source, prepared)`` -> a view of ``source``'s memory that a kernel reading strided inputs may take
+    #: instead of ``prepared``, a contiguous copy :attr:`prepare` made of ``source`` (None where there is none):
+    #: a program can then skip the copy (:attr:`kevolve.synthesis.recipe.Recipe.reads_in_place`)
+    in_place: Callable[[Any, Any], Any] | None = None
     #: shapes of the larger random samples when the suite's defaults do not fit the op (e.g. 4-D for conv2d)
     large_shapes: tuple[tuple[int, ...], ...] | None = None
     #: OpInfo entries of this name that compute something else (e.g. ``max``'s ``binary`` variant, a pointwise

@@ -14,15 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: a thread (other than the one that called the kernel) busy for more than this share of a quiet window after
-#: the kernel's timed calls is still working for it, unless a later window is quiet. OpenMP and PyTorch thread
+#: the threads other than the one that called the kernel, busy together for more than this share of a quiet
+#: window after the kernel's timed calls, are still working for it, unless a later window is quiet. OpenMP and PyTorch thread
 #: pools spin for a few milliseconds of CPU after a parallel region before they sleep (3-4 ms on the 2-core dev
 #: VM; spread over more wall time when other processes load the machine), so a pool settles within a window or
 #: two; work handed to a thread keeps it busy in every window. (The last timed call's outputs are copied the
 #: moment the clock stops and checked, so work left running can only be a later call's or someone else's.)
 BUSY_SHARE = 0.3
 
-#: how many windows a thread may stay busy before it counts as working
+#: how many windows the other threads may stay busy before they count as working
 BUSY_WINDOWS = 6
 
 
@@ -47,19 +47,20 @@ def _thread_run_ns() -> dict[int, int]:
 
 
 def other_threads_busy(window_s: float) -> float:
-    """Seconds of CPU the busiest other thread of this process used in each of :data:`BUSY_WINDOWS` windows of
-    ``window_s`` (after as long a settling wait), if more than :data:`BUSY_SHARE` of every one; 0.0 as soon as
-    one window is quiet."""
+    """Seconds of CPU the other threads of this process used together in each of :data:`BUSY_WINDOWS` windows
+    of ``window_s`` (after as long a settling wait), if more than :data:`BUSY_SHARE` of every one; 0.0 as soon as
+    one window is quiet. Summed, not the busiest thread's: many threads sharing the work (or the GIL) each use a
+    small share of a window, and together hold the CPU all the same."""
     time.sleep(window_s)
-    busiest = 0.0
+    busy = 0.0
     for _ in range(BUSY_WINDOWS):
         before = _thread_run_ns()
         time.sleep(window_s)
         after = _thread_run_ns()
-        busiest = max((after[tid] - before.get(tid, 0) for tid in after), default=0) / 1e9
-        if busiest <= BUSY_SHARE * window_s:
+        busy = sum(after[tid] - before.get(tid, 0) for tid in after) / 1e9
+        if busy <= BUSY_SHARE * window_s:
             return 0.0
-    return busiest
+    return busy
 
 
 def group_members() -> set[int]:

@@ -139,6 +139,15 @@ def call_watched(kernel: Callable, runner: Any, inputs: list, outputs: list,
     return recorder.ops + hidden, calls + launchers.refused()
 
 
+def reject_what_it_called(torch_ops: list[str], calls: list[str], stage: str, where: str = "") -> None:
+    """What a watched call (:func:`call_watched`) saw rejects the kernel: a call its file's code may not make, or
+    torch computing for it."""
+    if calls:
+        raise Rejected(ev.REJECTED, stage, f"{outside_launcher_reason(calls)}{where}", {"calls": calls[:20]})
+    if torch_ops:
+        raise Rejected(ev.REJECTED, stage, f"{torch_calls_reason(torch_ops)}{where}", {"torch_ops": torch_ops[:20]})
+
+
 def outside_launcher_reason(calls: list[str]) -> str:
     return f"not a kernel: its file's code {'; '.join(dict.fromkeys(calls[:4]))}, outside what a launcher may call"
 
@@ -173,11 +182,7 @@ def check_correctness(problem, kernel: Callable, runner, config: dict[str, Any],
             except Exception as exc:
                 raise Rejected(ev.RUNTIME_ERROR, "correctness", f"kernel raised {type(exc).__name__}: {exc}",
                                {"traceback": traceback.format_exc(), "dims": dims})
-            if calls:
-                raise Rejected(ev.REJECTED, "correctness", outside_launcher_reason(calls), {"calls": calls[:20]})
-            if torch_ops:
-                raise Rejected(ev.REJECTED, "correctness", torch_calls_reason(torch_ops),
-                               {"torch_ops": torch_ops[:20]})
+            reject_what_it_called(torch_ops, calls, "correctness")
             modified = checks.changed_inputs(pristine, inputs, names)
             if modified:
                 raise Rejected(ev.REJECTED, "correctness", f"modifies its input: {modified}", {"dims": dims})
@@ -307,7 +312,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         outputs = [o.clone() for o in _as_list(returned[0])]
         busy = watch.other_threads_busy(config["quiet_s"])
         if busy:
-            raise Rejected(ev.REJECTED, "timing", f"a thread of the process kept computing after the kernel's timed "
+            raise Rejected(ev.REJECTED, "timing", f"threads of the process kept computing after the kernel's timed "
                            f"calls returned ({busy * 1e3:.1f} ms of CPU in the last {config['quiet_s'] * 1e3:g} ms, "
                            f"busy for {watch.BUSY_WINDOWS} windows): its work was not done when the clock stopped",
                            {"busy_s": busy})
@@ -338,11 +343,7 @@ def _watch_one_more(problem, kernel: Callable, runner, inputs: list[torch.Tensor
     a timed one, and one that lets torch compute once the checks are behind it is caught there."""
     vary()
     outputs = checks.allocate_poisoned(_shaped(problem.output_specs(inputs)), 1, runner.device)
-    torch_ops, calls = call_watched(kernel, runner, inputs, outputs)
-    if torch_ops or calls:
-        why = torch_calls_reason(torch_ops) if torch_ops else outside_launcher_reason(calls)
-        raise Rejected(ev.REJECTED, "timing", f"{why}, in a call among the timed ones",
-                       {"torch_ops": torch_ops[:20], "calls": calls[:20]})
+    reject_what_it_called(*call_watched(kernel, runner, inputs, outputs), "timing", ", in a call among the timed ones")
     mismatch = checks.first_mismatch(outputs, checks.expected(problem, inputs), problem.tolerance(problem.dtype), 1)
     if mismatch is not None:
         index, bad = mismatch

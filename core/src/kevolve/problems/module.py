@@ -56,6 +56,9 @@ class ModuleProblem(Problem):
         self._weights = [p.detach() for p in itertools.chain(self.model.parameters(), self.model.buffers())]
         self._dims = {f"arg{i}_{j}": int(size) for i, t in enumerate(example) for j, size in enumerate(t.shape)}
         self._dtype = next((t.dtype for t in example if t.dtype.is_floating_point), torch.float32)
+        #: where the module's weights are, and its copies moved elsewhere (:meth:`_model_on`)
+        self._home = next((w.device for w in self._weights), None)
+        self._moved: dict[torch.device, torch.nn.Module] = {}
 
     def check_dims(self) -> list[Dims]:
         return [self.dims]  # the example knows one shape; fresh values are drawn on every call
@@ -75,13 +78,11 @@ class ModuleProblem(Problem):
     def _model_on(self, device: torch.device | None) -> torch.nn.Module:
         """The module with its weights on ``device``: itself where they already are, else a copy moved there
         once (kept, so a timed reference call pays no copy)."""
-        home = next((w.device for w in self._weights), None)
-        if device is None or home is None or device == home:
+        if device is None or self._home is None or device == self._home:
             return self.model
-        moved = self.__dict__.setdefault("_moved", {})
-        if device not in moved:
-            moved[device] = copy.deepcopy(self.model).to(device)
-        return moved[device]
+        if device not in self._moved:
+            self._moved[device] = copy.deepcopy(self.model).to(device)
+        return self._moved[device]
 
     def output_specs(self, inputs: list[torch.Tensor], read: Any = int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Traced on meta tensors, weights included, without touching the real module; a forward that makes

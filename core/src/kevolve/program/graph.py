@@ -56,6 +56,9 @@ class Kernel:
     attrs: dict[str, Any]
     outputs: list[torch.Tensor]
     source: str
+    #: input index -> (the copy node ``prepare`` made it with, a strided view of that copy's source the kernel
+    #: may read instead): what a ``fold.<name>`` knob folds (:attr:`OpSpec.in_place`)
+    in_place: dict[int, tuple[str, torch.Tensor]] = field(default_factory=dict)
 
 
 @dataclass
@@ -203,10 +206,16 @@ def _compute(graph: Graph, node: torch.fx.Node, args: tuple, kwargs: dict) -> An
     except (Declined, NotImplementedError, TypeError, ValueError, RuntimeError) as exc:
         raise LoweringError(f"{graph.name!r}: {overload_name(node.target)} has no kernel for these arguments ({exc})"
                             + (f" at {where}" if where else "")) from None
-    # the copies prepare made on the host (a permuted contiguous copy for a reduction) become copy kernels
+    # the copies prepare made on the host (a permuted contiguous copy for a reduction) become copy kernels, which
+    # a kernel reading strided inputs may skip
+    in_place = {}
     for i, (src, copy) in enumerate(recorder.copies):
         graph.roots.append(copy)
         graph.nodes.append(Pointwise(f"{node.name}_prep{i}", Var("v0"), {"v0": src.expand(copy.shape)}, copy, where))
+        for position, t in enumerate(tensors):
+            view = spec.in_place(src, t) if spec.in_place is not None and root_of(t) is copy else None
+            if view is not None:
+                in_place[position] = (f"{node.name}_prep{i}", view)
     pointwise = spec.layout in EXPRESSION_LAYOUTS and spec.layout != "halves"
     known = {id(r) for r in graph.roots if pointwise or id(r) not in graph.scalars}
     for t in tensors:
@@ -230,7 +239,7 @@ def _compute(graph: Graph, node: torch.fx.Node, args: tuple, kwargs: dict) -> An
             leaves[key] = t.expand(out.shape)
         graph.nodes.append(Pointwise(node.name, substitute(expr, renamed), leaves, out, where))
     else:
-        graph.nodes.append(Kernel(node.name, spec, list(tensors), attrs, outputs, where))
+        graph.nodes.append(Kernel(node.name, spec, list(tensors), attrs, outputs, where, in_place))
     return tuple(results) if len(results) > 1 else results[0]
 
 

@@ -17,7 +17,7 @@ import torch
 from kevolve.conformance.kernel import KernelSpec, kernel_spec
 from kevolve.conformance.samples import Case
 from kevolve.program.fuse import fused_expressions
-from kevolve.program.graph import Graph, LoweringError, Pointwise, is_whole, root_of
+from kevolve.program.graph import Graph, Kernel, LoweringError, Pointwise, is_whole, root_of
 from kevolve.problems.problem import dtype_name
 from kevolve.synthesis.expr import Var, substitute
 
@@ -25,6 +25,10 @@ from kevolve.synthesis.expr import Var, substitute
 ALIGN = 64
 
 INPUT, OUTPUT, SCRATCH, CONST = "input", "output", "scratch", "const"
+
+#: knob name prefix: ``fold.<kernel node>`` -> True (the kernel reads its inputs in place, as strided views,
+#: and the copies ``prepare`` made of them are not made) or False (missing: the copies stay)
+FOLD = "fold."
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def _identity(graph: Graph, name: str, src: torch.Tensor, dst: torch.Tensor) -> 
 
 
 def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
-    """The program under ``knobs`` (missing fusion knobs: fuse)."""
+    """The program under ``knobs`` (missing fusion knobs: fuse; missing fold knobs: copy)."""
     knobs = knobs or {}
     program = Program(graph.name, [(s, dtype_name(d)) for s, d in graph.input_specs],
                       [(tuple(o.shape), dtype_name(o.dtype)) for o in graph.outputs])
@@ -141,11 +145,14 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
         root = next(r for r in graph.roots if id(r) == key)
         buffers.names[key] = f"out{j}"
         program.buffers[f"out{j}"] = Buffer(OUTPUT, dtype_name(root.dtype), root.numel(), j)
+    folded = {node.name: node.in_place for node in nodes
+              if isinstance(node, Kernel) and node.in_place and knobs.get(FOLD + node.name, False)}
+    skipped = {copy for in_place in folded.values() for copy, _ in in_place.values()}
     written: set[int] = set()
     for node in nodes:
         if isinstance(node, Pointwise):
-            if node.name not in expressions:
-                continue  # fused into its consumer
+            if node.name not in expressions or node.name in skipped:
+                continue  # fused into its consumer, or a copy its reader skips
             expr, leaves = expressions[node.name]
             # the compute type follows the first input: a floating one first (a bool mask computes nothing)
             order = sorted(leaves, key=lambda v: not leaves[v].dtype.is_floating_point)
@@ -158,7 +165,9 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
             outputs = [node.out]
         else:
             case = Case(node.name, node.inputs, node.outputs, node.attrs, spec=node.spec)
-            spec, inputs, outputs = kernel_spec(case), node.inputs, node.outputs
+            in_place = folded.get(node.name, {})
+            spec, outputs = kernel_spec(case), node.outputs
+            inputs = [in_place[i][1] if i in in_place else t for i, t in enumerate(node.inputs)]
         for t in inputs:
             if t.device.type == "meta" and id(root_of(t)) not in graph.inputs and id(root_of(t)) not in written:
                 raise LoweringError(f"{graph.name!r}: {node.name} reads a result its kernel does not write "

@@ -1,5 +1,6 @@
 """The template synthesizer's recipe for any captured program: lower it onto the target's ATen kernels and write
-one kernel file, searching each kernel's own knobs (``<node>.<knob>``) and the fusion knobs (``fuse.<node>``).
+one kernel file, searching each kernel's own knobs (``<node>.<knob>``), the fusion knobs (``fuse.<node>``) and,
+where the target's kernel reads strided inputs, the fold knobs (``fold.<node>``: skip a host-side copy).
 
 A problem is captured and its graph built once per process (:func:`graph_for`); each candidate only re-lowers it
 under its knobs and asks the target's recipes (the ones ``kevolve conformance`` checks) for each kernel.
@@ -15,8 +16,8 @@ from kevolve.conformance.kernel import FAMILY, ConformanceProblem, KernelSpec
 from kevolve.problems.problem import Problem
 from kevolve.program.capture import CaptureError, capture
 from kevolve.program.fuse import PREFIX, fusable
-from kevolve.program.graph import Graph, LoweringError, build
-from kevolve.program.lower import Program, lower
+from kevolve.program.graph import Graph, Kernel, LoweringError, build
+from kevolve.program.lower import FOLD, Program, lower
 from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
@@ -80,8 +81,13 @@ class ProgramRecipe(Recipe):
         graph = graph_for(problem)
         params = [Param(PREFIX + name, (True, False), default=True) for name in fusable(graph)]
         subspaces: dict[str, ScheduleSpace] = {}
+        steps = self.lowered(problem, {p.name: False for p in params}).steps
+        kernels = {step.name: step.kernel for step in steps}
+        params += [Param(FOLD + node.name, (True, False), default=True) for node in graph.nodes
+                   if isinstance(node, Kernel) and node.in_place
+                   and node.spec.layout in self.kernel_recipe(kernels[node.name]).reads_in_place]
         # every node that can be a kernel is one when nothing fuses: their knobs cover every fusion's kernels
-        for step in self.lowered(problem, {p.name: False for p in params}).steps:
+        for step in steps:
             space = self.kernel_recipe(step.kernel).space(ConformanceProblem(step.kernel), facts)
             subspaces[step.name] = space
             params += [Param(f"{step.name}.{p.name}", p.choices, p.responds_to, p.default) for p in space.params]

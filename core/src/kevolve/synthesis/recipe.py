@@ -18,6 +18,10 @@ class Recipe(ABC):
     families: tuple[str, ...] = ()
     #: the element types the recipe has code for (empty: any); recipes with further limits override supports
     dtypes: tuple[torch.dtype, ...] = ()
+    #: conformance layouts (:mod:`kevolve.conformance.spec`) whose host-side copies this recipe's kernels can
+    #: skip, reading the tensor in place through a strided view: a lowered program then offers a ``fold.<node>``
+    #: knob that drops the copy kernel (:mod:`kevolve.program.lower`)
+    reads_in_place: tuple[str, ...] = ()
 
     def supports(self, problem: Problem) -> bool:
         return problem.family in self.families and (not self.dtypes or problem.dtype in self.dtypes)

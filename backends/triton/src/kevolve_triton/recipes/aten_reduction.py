@@ -3,9 +3,13 @@
 The same two kernel kinds as the CPU recipe (:mod:`kevolve_cpu.recipes.cpp_aten_reduction`), whose numbers they
 mirror; each is one renderer parametrised per op by a small table of Triton statements:
 
-- ``reduce``: the input is (outer, R) (the host moved the reduced dimensions last). A program takes
-  ``BLOCK_M`` rows and walks them in ``[BLOCK_M, BLOCK_N]`` tiles, each lane keeping its own accumulator, then
-  combines the lanes of every row (``tl.sum`` or ``tl.reduce`` with a combine function of this module).
+- ``reduce``: the input is (outer, R) (the host moved the reduced dimensions last), or, in a program that reads
+  it in place (:attr:`TritonAtenReduce.reads_in_place`), a strided view (A, R, I) of the unmoved tensor whose
+  output ``a * I + i`` reduces the line ``x[a, :, i]``. A program takes ``BLOCK_M`` rows (outputs neighbouring
+  in memory: along I, or along A where I is 1) of one group and walks them in ``[BLOCK_M, BLOCK_N]`` tiles, each
+  lane keeping its own accumulator, then combines the lanes of every row (``tl.sum`` or ``tl.reduce`` with a
+  combine function of this module). A reduction over a leading dimension thus reads rows side by side, as
+  contiguous as the tensor is, and no transposed copy is made.
 - ``scan``: the input is (outer, L, inner). A program takes one outer index and ``BLOCK_I`` neighbouring lines,
   walks L in ``[BLOCK_L, BLOCK_I]`` tiles, scans each tile along L with ``tl.associative_scan`` and combines it
   with the carry of the tiles before.
@@ -19,8 +23,8 @@ maximum unless it is infinite; logcumsumexp combines with ATen's log-add-exp. Tr
 float32 (Triton spells them for float32 on every target and in the interpreter). Masked lanes load each op's
 identity, or are masked out of the accumulation explicitly where none exists.
 
-The host side (``kernel(inputs, outputs)``) only checks the arguments (counts, dtypes, rank, sizes, a dense
-layout; anything else raises a "declined" error, as does an empty row for the ops ATen raises on) and picks the
+The host side (``kernel(inputs, outputs)``) only checks the arguments (counts, dtypes, rank, sizes, dense
+outputs; anything else raises a "declined" error, as does an empty row for the ops ATen raises on) and picks the
 tile shape from the sizes; it never calls torch.
 """
 
@@ -338,6 +342,17 @@ def _lines(statements: tuple[str, ...], indent: int) -> str:
     return "\n".join(" " * indent + s for s in statements)
 
 
+#: a program's rows: BLOCK_M outputs of group program_id(1), each a line of R elements ``col_stride`` apart,
+#: starting ``row_stride`` apart (1 along I: the tile's loads are contiguous down its rows); ``out``: their places
+#: in the outputs
+_ROWS = """    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    group = tl.program_id(1).to(tl.int64)
+    row_ok = rows < n_rows
+    out = group * n_rows + rows
+    base = (group * group_stride + rows * row_stride)[:, None]
+    cols = tl.arange(0, BLOCK_N).to(tl.int64)[None, :]"""
+
+
 def _reduce_kernel(body: Reduction, k: Any, acc: str) -> str:
     """The @triton.jit reduction: the passes over the row tiles, then one store per output."""
     outs = ", ".join(f"out{i}_ptr" for i in range(len(k.outputs)))
@@ -347,16 +362,14 @@ def _reduce_kernel(body: Reduction, k: Any, acc: str) -> str:
     for start in range(0, R, BLOCK_N):
         j = start + cols
         m = row_ok[:, None] & (j < R)
-        v = {_load("x_ptr + base + j", "m", walk.fill, k.inputs[0][1])}
+        v = {_load("x_ptr + base + j * col_stride", "m", walk.fill, k.inputs[0][1])}
 {_lines(walk.step, 8)}
 {_lines(walk.finish, 4)}""")
-    stores = "\n".join("    " + _store(i, "rows", r, dt, "row_ok") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
+    stores = "\n".join("    " + _store(i, "out", r, dt, "row_ok") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
     return f"""@triton.jit
-def _kv_reduce_kernel(x_ptr, {outs}, outer, R, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < outer
-    base = rows[:, None] * R
-    cols = tl.arange(0, BLOCK_N).to(tl.int64)[None, :]
+def _kv_reduce_kernel(x_ptr, {outs}, n_rows, row_stride, group_stride, R, col_stride, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr):
+{_ROWS}
 {chr(10).join(walks)}
 {stores}""".replace("ACC", acc)
 
@@ -375,23 +388,21 @@ def _reduce_split_kernels(body: Reduction, k: Any, acc: str) -> str:
     outs = ", ".join(f"out{i}_ptr" for i in range(len(k.outputs)))
     stores = "\n".join("    " + _store(i, "rows", r, dt, "row_ok") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
     return f"""@triton.jit
-def _kv_reduce_piece_kernel(x_ptr, part_ptr, outer, R, piece, pieces, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    p = tl.program_id(1).to(tl.int64)
-    row_ok = rows < outer
-    base = rows[:, None] * R
-    cols = tl.arange(0, BLOCK_N).to(tl.int64)[None, :]
+def _kv_reduce_piece_kernel(x_ptr, part_ptr, n_rows, row_stride, group_stride, R, col_stride, piece, pieces,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+{_ROWS}
+    p = tl.program_id(2).to(tl.int64)
     lo = p * piece
     hi = tl.minimum(lo + piece, R)
 {_lines(walk.init, 4)}
     for start in range(lo, hi, BLOCK_N):
         j = start + cols
         m = row_ok[:, None] & (j < hi)
-        v = {_load("x_ptr + base + j", "m", walk.fill, k.inputs[0][1])}
+        v = {_load("x_ptr + base + j * col_stride", "m", walk.fill, k.inputs[0][1])}
 {_lines(walk.step, 8)}
 {_lines(walk.finish, 4)}
     parts = part_ptr.to(tl.pointer_type({walk.additive}))
-    tl.store(parts + rows * pieces + p, res, mask=row_ok)
+    tl.store(parts + out * pieces + p, res, mask=row_ok)
 
 
 @triton.jit
@@ -425,15 +436,17 @@ def _kv_scan_kernel(x_ptr, {outs}, L, inner, n_iblocks, BLOCK_I: tl.constexpr):
         jj += 1""".replace("ACC", acc)
 
 
-def _checks(k: Any, rank: int) -> str:
-    """Host checks shared by both launchers: tensor counts, dtypes, rank, a dense input."""
+def _checks(k: Any, ranks: tuple[int, ...], strided: bool = False) -> str:
+    """Host checks shared by both launchers: tensor counts, dtypes, rank, dense outputs and (unless ``strided``:
+    the kernel reads through the input's strides) a dense input."""
     dtypes = repr(tuple(k.outputs))
+    dense = "" if strided else "not _dense(x) or "
     return f"""    if len(inputs) != 1 or len(outputs) != {len(k.outputs)}:
         raise RuntimeError("declined: wrong number of tensors")
     x = inputs[0]
     if _dtype_name(x) != "{k.inputs[0][1]}" or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
         raise RuntimeError("declined: dtype")
-    if x.dim() != {rank} or not _dense(x) or not all(_dense(o) for o in outputs):
+    if x.dim() not in {ranks!r} or {dense}not all(_dense(o) for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")"""
 
 
@@ -449,12 +462,13 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
     launch = launch_args(params, contract=False)
     # pieces of at least SPLIT_TILES tiles, at most MAX_PIECES of them, for fewer than SPLIT_ROWS programs of rows;
     # their results in 8-byte slots of a buffer of the first output's dtype (any size divides 8)
-    split = f"""    if grid[0] < {SPLIT_ROWS} and R >= {2 * SPLIT_TILES} * block_n:
-        pieces = min(triton.cdiv(R, {SPLIT_TILES} * block_n), max(2, {MAX_PIECES} // grid[0]))
+    split = f"""    programs = grid[0] * grid[1]
+    if programs < {SPLIT_ROWS} and R >= {2 * SPLIT_TILES} * block_n:
+        pieces = min(triton.cdiv(R, {SPLIT_TILES} * block_n), max(2, {MAX_PIECES} // programs))
         piece = triton.cdiv(triton.cdiv(R, pieces), block_n) * block_n
         pieces = triton.cdiv(R, piece)
         part = outputs[0].new_empty((outer * pieces * 8 // outputs[0].element_size(),))
-        _kv_reduce_piece_kernel[(grid[0], pieces)](x, part, outer, R, piece, pieces, BLOCK_M=block_m, BLOCK_N=block_n{launch})
+        _kv_reduce_piece_kernel[(grid[0], grid[1], pieces)](x, part, *lines, piece, pieces, BLOCK_M=block_m, BLOCK_N=block_n{launch})
         block_p = _pow2(pieces)
         join_m = max(1, {MAX_PIECES} // block_p)
         _kv_reduce_join_kernel[(triton.cdiv(outer, join_m),)](part{outs}, outer, R, pieces, BLOCK_M=join_m, BLOCK_P=block_p{launch})
@@ -462,17 +476,27 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
 """ if splits(body) else ""
     empty = ('    if R == 0:\n        raise RuntimeError("declined: an empty reduction (PyTorch raises)")\n'
              if body.nonempty else "")
+    # (outer, R) is (A, R, 1); rows run along I where it is longer than 1 (groups: A), else along A (one group)
     return _HOST + f"""def kernel(inputs, outputs):
-{_checks(k, 2)}
-    outer, R = x.shape
+{_checks(k, (2, 3), strided=True)}
+    A, R, I = (*x.shape, 1) if x.dim() == 2 else x.shape
+    sa, sr, si = (*x.stride(), 0) if x.dim() == 2 else x.stride()
+    outer = A * I
     if any(o.numel() != outer for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")
     if outer == 0:
         return
-{empty}    block_n = min(_pow2(R), 1024, {params["BLOCK"]})
+{empty}    n_rows, row_stride, groups, group_stride = (A, sa, 1, 0) if I == 1 else (I, si, A, sa)
+    if groups > 65535:
+        raise RuntimeError("declined: more groups of rows than a grid holds")
+    across = row_stride == 1 and sr != 1  # rows side by side in memory: short tiles along R, long down the rows
+    block_n = min(_pow2(R), 16 if across else 1024, {params["BLOCK"]})
     block_m = max(1, {params["BLOCK"]} // block_n)
-    grid = (triton.cdiv(outer, block_m),)
-{split}    _kv_reduce_kernel[grid](x{outs}, outer, R, BLOCK_M=block_m, BLOCK_N=block_n{launch})
+    if across:
+        block_m = min(block_m, _pow2(n_rows))
+    grid = (triton.cdiv(n_rows, block_m), groups)
+    lines = (n_rows, row_stride, group_stride, R, sr)
+{split}    _kv_reduce_kernel[grid](x{outs}, *lines, BLOCK_M=block_m, BLOCK_N=block_n{launch})
 """
 
 
@@ -535,7 +559,7 @@ def _scan_launcher(k: Any, params: dict[str, Any], tiled: bool) -> str:
         return
 """ if tiled else ""
     return _HOST + f"""def kernel(inputs, outputs):
-{_checks(k, 3)}
+{_checks(k, (3,))}
     outer, L, inner = x.shape
     if any(o.numel() != x.numel() for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")
@@ -577,6 +601,7 @@ class TritonAtenReduce(Recipe):
     name = "triton.aten_reduce"
     language = "triton"
     families = ("aten_pointwise",)
+    reads_in_place = ("reduce",)
 
     def supports(self, problem: Problem) -> bool:
         return _supported(problem, "reduce", REDUCE_OPS)

@@ -41,6 +41,33 @@ def _rows(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
     return x.permute([*kept, *dims]).contiguous().reshape(outer, reduced)
 
 
+#: the most groups a strided reduction view may have: GPU grids hold 65535 along their second axis
+MAX_GROUPS = 65535
+
+
+def rows_in_place(source: torch.Tensor, rows: torch.Tensor) -> torch.Tensor | None:
+    """``rows`` (outer, R) is a copy of ``source`` (the kept dimensions, then the reduced ones, as :func:`_rows`
+    permuted them): the same lines as a view (A, R, I) of ``source``'s memory, where output ``a * I + i`` reduces
+    ``view[a, :, i]`` (the kept dimensions split into those merged into A and those merged into I), or None where
+    no split of them merges in memory (then the copy stays)."""
+    outer, reduced = rows.shape
+    shape = list(source.shape)
+    kept = next((m for m in range(len(shape) + 1) if math.prod(shape[:m]) == outer
+                 and math.prod(shape[m:]) == reduced), None)
+    if kept is None:
+        return None
+    for split in range(kept, -1, -1):  # I = 1 first: rows along A
+        order = [*range(split), *range(kept, len(shape)), *range(split, kept)]
+        a, i = math.prod(shape[:split]), math.prod(shape[split:kept])
+        try:
+            view = source.permute(order).view(a, reduced, i)
+        except RuntimeError:
+            continue
+        if i == 1 or a <= MAX_GROUPS:
+            return view
+    return None
+
+
 def _out_dtype(x: torch.Tensor, dtype: Any) -> str | None:
     """The ``dtype=`` argument by name, None when absent or the input's own (one kernel for both)."""
     if dtype is None or dtype == x.dtype:
@@ -95,7 +122,7 @@ _DTYPE = Arg("dtype", None)
 def _reduction(name: str, *args: Arg, empty_means_all: bool = True,
                extra: Callable[[dict[str, Any]], dict[str, Any]] | None = None, **kw: Any) -> OpSpec:
     return OpSpec(name, None, args, layout="reduce", prepare=_reduce_prepare(empty_means_all, extra),
-                  large=_large_dim, **kw)
+                  large=_large_dim, in_place=rows_in_place, **kw)
 
 
 def _extremum(name: str, pick: Callable[..., Any]) -> OpSpec:
