@@ -64,6 +64,14 @@ def test_a_fold_knob_reads_a_reduction_in_place_instead_of_copying_it():
     assert views["sum_1"] == ((6, 10, 12), (120, 12, 1)) and views["amax"] == ((120, 6, 1), (1, 120, 120))
 
 
+def test_batch_norm_in_eval_mode_is_one_pointwise_kernel_with_what_follows():
+    """Running statistics make batch norm elementwise: with the ReLU after it, one kernel over the input, the
+    statistics and the affine map read through broadcast strides (test_programs.py checks its numbers)."""
+    program = lower(build(capture(KernelBenchProblem(PROBLEMS / "batchnorm_eval_relu.py")), "bn"))
+    assert [(s.kernel.layout, len(s.inputs)) for s in program.steps] == [("broadcast", 5)]
+    assert sorted(v.strides for v in program.steps[0].inputs)[:4] == [(0, 1, 0, 0)] * 4
+
+
 def test_a_chain_with_kernels_between_keeps_intermediates_in_aligned_scratch():
     program = lower(build(capture(KernelBenchProblem(PROBLEMS / "linear_gelu_layernorm.py")), "chain"))
     # addmm over the transposed weight is linear's gemm (reading the weight's rows, no copy), gelu, layer norm

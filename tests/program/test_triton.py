@@ -18,7 +18,8 @@ from kevolve.synthesis.base import Candidate  # noqa: E402
     ("mtia_sim", "linear_gelu_layernorm", ()), ("mtia_sim", "pointwise_chain", ()), ("mtia_sim", "causal_attention", ()),
     ("nvidia_h100", "conv_bias_relu_maxpool", ()), ("nvidia_h100", "keyed_hash_pool", ()),
     # the Triton reductions read a leading or middle dim in place (test_lower.py): no copy kernels
-    ("nvidia_h100", "reductions", ("fold.amax", "fold.sum_1")), ("mtia_sim", "reductions", ("fold.amax", "fold.sum_1"))])
+    ("nvidia_h100", "reductions", ("fold.amax", "fold.sum_1")), ("mtia_sim", "reductions", ("fold.amax", "fold.sum_1")),
+    ("nvidia_h100", "batchnorm_eval_relu", ())])
 def test_program_is_correct_offline_on_a_triton_target(target, name, folds, check_only):
     result = kevolve.optimize(str(PROBLEMS / f"{name}.py"), target=target, budget=1, harness=check_only)
     evaluations = [n.evaluation for n in result.nodes]

@@ -7,6 +7,8 @@ lowering then names it as uncovered.
 - ``split_with_sizes`` / ``split.Tensor`` (``chunk``): slices, which are views.
 - ``_native_batch_norm_legit.no_stats`` (what ``instance_norm`` and batch norm in training mode become): the
   statistics as reductions, the normalisation as pointwise math; ``repeat`` as an expand and a copy.
+- ``_native_batch_norm_legit_no_training`` (batch norm in eval mode): pointwise math over the running
+  statistics, one fusable chain.
 - ``adaptive_max_pool2d`` whose output divides its input: ``max_pool2d_with_indices`` with that window.
 - ``convolution`` over three spatial dimensions, plain or transposed: one over two per depth tap, depth folded
   into the batch (a transposed one's taps spread and shifted along depth, then summed and cropped).
@@ -66,6 +68,29 @@ def _batch_norm_no_stats(x: torch.Tensor, weight: torch.Tensor | None, bias: tor
     if bias is not None:
         out = aten.add.Tensor(out, aten.view.default(bias, shape))
     return out, aten.view.default(mean, [x.shape[1]]), aten.view.default(rstd, [x.shape[1]])
+
+
+def _batch_norm_no_training(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                            running_mean: torch.Tensor, running_var: torch.Tensor, momentum: float,
+                            eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Batch norm in inference (``BatchNorm`` in eval mode): elementwise math over the running statistics, every
+    step at the input's shape with the per-channel tensors expanded, so that it fuses into one pointwise kernel
+    (and into the pointwise ops around it). As a norm kernel it had one lane per channel: a few hundred lanes
+    walking every element of their channel (BatchNorm2d over 32x128x56x56 at 0.17x eager on an H200). The saved
+    statistics, empty in inference, are empty views."""
+    shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+
+    def per_channel(t: torch.Tensor) -> torch.Tensor:
+        return aten.expand.default(aten.view.default(t, shape), list(x.shape))
+
+    out = aten.mul.Tensor(aten.sub.Tensor(x, per_channel(running_mean)),
+                          aten.rsqrt.default(aten.add.Scalar(per_channel(running_var), eps)))
+    if weight is not None:
+        out = aten.mul.Tensor(out, per_channel(weight))
+    if bias is not None:
+        out = aten.add.Tensor(out, per_channel(bias))
+    empty = aten.slice.Tensor(running_mean, 0, 0, 0)
+    return out, empty, empty
 
 
 def _repeat(x: torch.Tensor, repeats: Sequence[int]) -> torch.Tensor:
@@ -210,6 +235,7 @@ EXTRA: dict[Any, Callable] = {
     aten.split_with_sizes.default: _split_with_sizes,
     aten.split.Tensor: _split,
     aten._native_batch_norm_legit.no_stats: _batch_norm_no_stats,
+    aten._native_batch_norm_legit_no_training.default: _batch_norm_no_training,
     aten.repeat.default: _repeat,
     aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
     aten.avg_pool3d.default: _avg_pool3d,
