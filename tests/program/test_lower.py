@@ -11,6 +11,7 @@ from kevolve.conformance.table import OPS
 from kevolve.problems.kernelbench import KernelBenchProblem
 from kevolve.program.capture import capture
 from kevolve.program.graph import LoweringError, build
+from kevolve.program.fuse import PROLOGUE
 from kevolve.program.lower import CONST, FOLD, INPUT, OUTPUT, SCRATCH, lower
 from kevolve.program.overloads import OVERLOADS, Overload
 
@@ -62,6 +63,25 @@ def test_a_fold_knob_reads_a_reduction_in_place_instead_of_copying_it():
     views = {s.name: (s.inputs[0].shape, s.inputs[0].strides) for s in folded.steps}
     # x is (6, 10, 12): sum(dim=1) reads lines of 10 twelve apart, amax(dim=0) lines of 6 across 120 outputs
     assert views["sum_1"] == ((6, 10, 12), (120, 12, 1)) and views["amax"] == ((120, 6, 1), (1, 120, 120))
+
+
+def test_a_prologue_knob_computes_a_reductions_elements_from_its_producers_leaves():
+    """Each loss term feeds one reduction: with its prologue knob on, the reduction reads the term's leaves (the
+    weight through its broadcast stride) and the term's kernel and buffer are gone; the total over every element
+    keeps its producer, whose broadcast weight cannot be viewed as one row."""
+    graph = build(capture(KernelBenchProblem(PROBLEMS / "loss_terms.py")), "losses")
+    # the conversions to bfloat16 keep their rounding: kernels of their own (fuse.py's _keeps_rounding)
+    assert [s.name for s in lower(graph).steps] == ["mul", "mean", "_to_copy", "_to_copy_1", "abs_1", "sum_1",
+                                                      "mul_1", "sum_2"]
+    program = lower(graph, {PROLOGUE + name: True for name in ("mul", "abs_1", "mul_1")})
+    steps = {s.name: s for s in program.steps}
+    assert list(steps) == ["mean", "_to_copy", "_to_copy_1", "sum_1", "mul_1", "sum_2"]
+    mean, rows = steps["mean"], steps["sum_1"]
+    assert mean.kernel.expr is not None and [v.strides for v in mean.inputs] == [(70, 1), (70, 1), (0, 1)]
+    # the bfloat16 terms: |a - b| of the rounded operands, itself rounded to bfloat16 before the sum
+    assert rows.kernel.inputs == (("in0", "bfloat16"), ("in1", "bfloat16")) and rows.kernel.attrs["element"] == \
+        "bfloat16"
+    assert steps["sum_2"].kernel.expr is None
 
 
 def test_batch_norm_in_eval_mode_is_one_pointwise_kernel_with_what_follows():

@@ -15,11 +15,13 @@ from kevolve.synthesis.base import Candidate  # noqa: E402
 
 
 @pytest.mark.parametrize("target,name,folds", [
-    ("mtia_sim", "linear_gelu_layernorm", ()), ("mtia_sim", "pointwise_chain", ()), ("mtia_sim", "causal_attention", ()),
+    ("mtia_sim", "linear_gelu_layernorm", ()), ("mtia_sim", "pointwise_chain", ()),
+    ("mtia_sim", "causal_attention", ("prologue.logical_not",)),
     ("nvidia_h100", "conv_bias_relu_maxpool", ()), ("nvidia_h100", "keyed_hash_pool", ()),
-    # the Triton reductions read a leading or middle dim in place (test_lower.py): no copy kernels
+    # the Triton reductions read a leading or middle dim in place, and compute a loss's terms themselves
+    # (test_lower.py): no copy kernels, no kernels for the terms
     ("nvidia_h100", "reductions", ("fold.amax", "fold.sum_1")), ("mtia_sim", "reductions", ("fold.amax", "fold.sum_1")),
-    ("nvidia_h100", "batchnorm_eval_relu", ())])
+    ("nvidia_h100", "loss_terms", ("prologue.abs_1", "prologue.mul")), ("nvidia_h100", "batchnorm_eval_relu", ())])
 def test_program_is_correct_offline_on_a_triton_target(target, name, folds, check_only):
     result = kevolve.optimize(str(PROBLEMS / f"{name}.py"), target=target, budget=1, harness=check_only)
     evaluations = [n.evaluation for n in result.nodes]
@@ -28,7 +30,8 @@ def test_program_is_correct_offline_on_a_triton_target(target, name, folds, chec
     assert result.nodes[0].recipe == "program.triton" and "def kernel(inputs, outputs, buffers)" in source
     assert "torch" not in source.split("def kernel(inputs, outputs, buffers)")[1]
     parameters = result.nodes[0].parameters
-    assert sorted(k for k, v in parameters.items() if k.startswith("fold.") and v) == list(folds), parameters
+    assert sorted(k for k, v in parameters.items() if k.startswith(("fold.", "prologue.")) and v) == list(folds), \
+        parameters
 
 
 SCRATCH_KERNEL = '''

@@ -5,6 +5,11 @@ A pointwise producer can fuse into its pointwise consumer when the consumer is i
 result whole, element for element at the same shape (no broadcast, no permuted view): then the producer's
 expression replaces the consumer's variable, and the intermediate buffer disappears. A producer that is a graph
 output, or is read by several nodes, stays a kernel of its own.
+
+A pointwise producer whose only reader is a kernel of another kind (a reduction) reading its result whole and in
+order, through its one input, can become that kernel's prologue (:func:`prologue_edges`): the kernel computes
+each element from the producer's leaves, where the target's kernel can (``prologue.<node>``, see
+:mod:`kevolve.program.lower`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from kevolve.synthesis.expr import Expr, Var, substitute
 
 #: knob name prefix: ``fuse.<producer node>`` -> True (inline it into its consumer) or False (keep its buffer)
 PREFIX = "fuse."
+#: knob name prefix: ``prologue.<producer node>`` -> True (computed inside the kernel that reads it) or False
+#: (missing: its own kernel, its result in a buffer)
+PROLOGUE = "prologue."
 
 
 def readers(graph: Graph) -> dict[int, list[tuple[Pointwise | Kernel | None, object]]]:
@@ -47,12 +55,37 @@ def fusable(graph: Graph) -> dict[str, str]:
     return edges
 
 
+def prologue_edges(graph: Graph) -> dict[str, str]:
+    """Producer node name -> the non-pointwise kernel that is its only reader and reads its result whole, in
+    order, as its one input (at any shape: a reduction's rows are a reshape of it)."""
+    produced = {id(root_of(n.out)): n for n in graph.nodes if isinstance(n, Pointwise)}
+    edges = {}
+    for key, reads in readers(graph).items():
+        producer = produced.get(key)
+        if producer is None or len(reads) != 1:
+            continue
+        consumer, view = reads[0]
+        if isinstance(consumer, Kernel) and len(consumer.inputs) == 1 and view.is_contiguous() \
+                and view.storage_offset() == 0 and view.numel() == producer.out.numel() \
+                and producer.name not in {copy for copy, _ in consumer.in_place.values()}:  # a fold's business
+            edges[producer.name] = consumer.name
+    return edges
+
+
 def _keeps_rounding(producer: Pointwise, consumer: Pointwise) -> bool:
     """Inlining skips the producer's store, so a result rounded to a 16-bit float would reach the consumer
     unrounded: fine where the consumer's own result is that dtype (its tolerance is that dtype's), not where it
-    is wider (``x.to(torch.bfloat16).float()`` must keep the rounding)."""
+    is wider (``x.to(torch.bfloat16).float()`` must keep the rounding), nor where the producer is the conversion
+    itself: the rounding is what it computes, and a difference of two operands the user rounded
+    (``a.bfloat16() - b.bfloat16()``) taken unrounded can miss by far more than its own rounding (1 of 24 row
+    sums out of bfloat16's tolerance in tests/program/problems/loss_terms.py)."""
     narrow = (torch.bfloat16, torch.float16)
-    return producer.out.dtype not in narrow or consumer.out.dtype == producer.out.dtype
+    if producer.out.dtype not in narrow:
+        return True
+    converts = isinstance(producer.expr, Var) and any(
+        leaf.dtype.is_floating_point and leaf.dtype.itemsize > producer.out.dtype.itemsize
+        for leaf in producer.leaves.values())
+    return consumer.out.dtype == producer.out.dtype and not converts
 
 
 def fused_expressions(graph: Graph, knobs: dict[str, bool]) -> dict[str, tuple[Expr, dict[str, object]]]:

@@ -16,7 +16,7 @@ import torch
 
 from kevolve.conformance.kernel import KernelSpec, kernel_spec
 from kevolve.conformance.samples import Case
-from kevolve.program.fuse import fused_expressions
+from kevolve.program.fuse import PROLOGUE, fused_expressions, prologue_edges
 from kevolve.program.graph import Graph, Kernel, LoweringError, Pointwise, is_whole, root_of
 from kevolve.problems.problem import dtype_name
 from kevolve.synthesis.expr import Var, substitute
@@ -116,6 +116,32 @@ class _Buffers:
         return View(self.name(root), dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
+def _ordered(expr: Any, leaves: dict[str, Any]) -> tuple[Any, list[torch.Tensor]]:
+    """The expression over in0, in1, ... and the leaves in that order: a floating one first, since the compute
+    type follows the first input (a bool mask computes nothing)."""
+    order = sorted(leaves, key=lambda v: not leaves[v].dtype.is_floating_point)
+    return substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), [leaves[v] for v in order]
+
+
+def _prologues(graph: Graph, expressions: dict, knobs: dict[str, Any]) -> dict[str, tuple[str, Any, dict]]:
+    """Kernel node name -> (its fused producer, the producer's expression, its leaves viewed at the kernel's
+    input shape), for the ``prologue.<producer>`` knobs that are on and whose leaves all view that way."""
+    nodes = {node.name: node for node in graph.nodes}
+    found = {}
+    for producer, consumer in prologue_edges(graph).items():
+        if not knobs.get(PROLOGUE + producer, False) or producer not in expressions:
+            continue
+        expr, leaves = expressions[producer]
+        shape = tuple(nodes[consumer].inputs[0].shape)
+        try:
+            views = {var: leaf.view(shape) for var, leaf in leaves.items()}
+        except RuntimeError:  # a broadcast leaf whose dims do not merge at the kernel's shape: stays a kernel
+            continue
+        if views:
+            found[consumer] = (producer, expr, views)
+    return found
+
+
 def _identity(graph: Graph, name: str, src: torch.Tensor, dst: torch.Tensor) -> Pointwise:
     return Pointwise(name, Var("v0"), {"v0": src.expand(dst.shape)}, dst, "")
 
@@ -147,18 +173,15 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
         program.buffers[f"out{j}"] = Buffer(OUTPUT, dtype_name(root.dtype), root.numel(), j)
     folded = {node.name: node.in_place for node in nodes
               if isinstance(node, Kernel) and node.in_place and knobs.get(FOLD + node.name, False)}
+    prologues = _prologues(graph_for_fusion, expressions, knobs)
     skipped = {copy for in_place in folded.values() for copy, _ in in_place.values()}
+    skipped |= {producer for producer, _, _ in prologues.values()}
     written: set[int] = set()
     for node in nodes:
         if isinstance(node, Pointwise):
             if node.name not in expressions or node.name in skipped:
                 continue  # fused into its consumer, or a copy its reader skips
-            expr, leaves = expressions[node.name]
-            # the compute type follows the first input: a floating one first (a bool mask computes nothing)
-            order = sorted(leaves, key=lambda v: not leaves[v].dtype.is_floating_point)
-            renamed = {old: Var(f"in{i}") for i, old in enumerate(order)}
-            expr = substitute(expr, renamed)
-            inputs = [leaves[v] for v in order]
+            expr, inputs = _ordered(*expressions[node.name])
             spec = KernelSpec(f"fused[{node.name}]", tuple((f"in{i}", dtype_name(t.dtype)) for i, t in
                                                            enumerate(inputs)),
                               (dtype_name(node.out.dtype),), expr, "broadcast")
@@ -168,6 +191,12 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
             in_place = folded.get(node.name, {})
             spec, outputs = kernel_spec(case), node.outputs
             inputs = [in_place[i][1] if i in in_place else t for i, t in enumerate(node.inputs)]
+            if node.name in prologues:  # the producer's expression computes the kernel's elements
+                producer, expr, views = prologues[node.name]
+                expr, inputs = _ordered(expr, views)
+                element = dtype_name(node.inputs[0].dtype)
+                spec = KernelSpec(spec.op, tuple((f"in{i}", dtype_name(t.dtype)) for i, t in enumerate(inputs)),
+                                  spec.outputs, expr, spec.layout, spec.dim, {**spec.attrs, "element": element})
         for t in inputs:
             if t.device.type == "meta" and id(root_of(t)) not in graph.inputs and id(root_of(t)) not in written:
                 raise LoweringError(f"{graph.name!r}: {node.name} reads a result its kernel does not write "

@@ -1,6 +1,7 @@
 """The template synthesizer's recipe for any captured program: lower it onto the target's ATen kernels and write
 one kernel file, searching each kernel's own knobs (``<node>.<knob>``), the fusion knobs (``fuse.<node>``) and,
-where the target's kernel reads strided inputs, the fold knobs (``fold.<node>``: skip a host-side copy).
+where the target's kernels can, the fold knobs (``fold.<node>``: skip a host-side copy) and the prologue knobs
+(``prologue.<node>``: a pointwise producer computed inside the reduction that reads it).
 
 A problem is captured and its graph built once per process (:func:`graph_for`); each candidate only re-lowers it
 under its knobs and asks the target's recipes (the ones ``kevolve conformance`` checks) for each kernel.
@@ -15,7 +16,7 @@ from kevolve.backend.toolchain import LanguageForm
 from kevolve.conformance.kernel import FAMILY, ConformanceProblem, KernelSpec
 from kevolve.problems.problem import Problem
 from kevolve.program.capture import CaptureError, capture
-from kevolve.program.fuse import PREFIX, fusable
+from kevolve.program.fuse import PREFIX, PROLOGUE, fusable, prologue_edges
 from kevolve.program.graph import Graph, Kernel, LoweringError, build
 from kevolve.program.lower import FOLD, Program, lower
 from kevolve.synthesis.recipe import Recipe
@@ -86,6 +87,9 @@ class ProgramRecipe(Recipe):
         params += [Param(FOLD + node.name, (True, False), default=True) for node in graph.nodes
                    if isinstance(node, Kernel) and node.in_place
                    and node.spec.layout in self.kernel_recipe(kernels[node.name]).reads_in_place]
+        params += [Param(PROLOGUE + producer, (True, False), default=True)
+                   for producer, consumer in prologue_edges(graph).items()
+                   if self._takes_prologue(problem, kernels[consumer], producer, [p.name for p in params])]
         # every node that can be a kernel is one when nothing fuses: their knobs cover every fusion's kernels
         for step in steps:
             space = self.kernel_recipe(step.kernel).space(ConformanceProblem(step.kernel), facts)
@@ -96,6 +100,20 @@ class ProgramRecipe(Recipe):
             return all(space.valid(_sub(point, name)) for name, space in subspaces.items())
 
         return ScheduleSpace(params, valid)
+
+    def _takes_prologue(self, problem: Problem, consumer: KernelSpec, producer: str, fusions: list[str]) -> bool:
+        """Whether the consumer's recipe computes its elements from the producer's expression: its layout is one
+        the recipe takes prologues for, the producer's leaves view at the consumer's shape (else the lowering
+        keeps the producer), and a recipe writes the fused kernel (dtypes), with the other fusions off and on
+        (the producer's expression then takes in its own producers)."""
+        if consumer.layout not in self.kernel_recipe(consumer).takes_prologues:
+            return False
+        try:
+            lowered = [self.lowered(problem, {**dict.fromkeys(fusions, False), PROLOGUE + producer: True}),
+                       self.lowered(problem, {PROLOGUE + producer: True})]
+        except LoweringError:
+            return False
+        return all(producer not in {step.name for step in program.steps} for program in lowered)
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         program = self.lowered(problem, params)

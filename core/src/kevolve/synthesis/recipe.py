@@ -22,6 +22,10 @@ class Recipe(ABC):
     #: skip, reading the tensor in place through a strided view: a lowered program then offers a ``fold.<node>``
     #: knob that drops the copy kernel (:mod:`kevolve.program.lower`)
     reads_in_place: tuple[str, ...] = ()
+    #: conformance layouts whose kernels can compute their input's elements from a pointwise expression of
+    #: several inputs (``KernelSpec.expr``, ``attrs["element"]`` the dtype it stands for): a lowered program then
+    #: offers a ``prologue.<node>`` knob that fuses the pointwise producer into the kernel
+    takes_prologues: tuple[str, ...] = ()
 
     def supports(self, problem: Problem) -> bool:
         return problem.family in self.families and (not self.dtypes or problem.dtype in self.dtypes)

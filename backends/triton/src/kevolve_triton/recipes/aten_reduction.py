@@ -46,7 +46,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_triton.recipes import tl_math
-from kevolve_triton.recipes.aten_pointwise import TL_STORAGE
+from kevolve_triton.recipes.aten_pointwise import TL_STORAGE, compute_type, kernel_expr
 from kevolve_triton.recipes.common import header, launch_args, launch_params, pow2_range, triton_literal
 from kevolve_triton.recipes.host import DENSE, DTYPE_NAME, POW2, host_functions
 from kevolve_triton.recipes.tl_math import _kv_log1p
@@ -308,13 +308,14 @@ def _acc_type(wide: bool, dtypes: tuple[str, ...]) -> str:
 
 
 def _helpers(text: str) -> str:
-    """The source of this module's device functions that ``text`` calls (and of the tl_math ones they call)."""
+    """The source of this module's device functions that ``text`` calls, and of the tl_math ones they or
+    ``text`` (a prologue's expression) call."""
     ours = {name: inspect.getsource(obj.fn) for name, obj in globals().items()
             if name.startswith("_kvr_") and callable(getattr(obj, "fn", None))}
     called = set(re.findall(r"\b_kvr_\w+\b", text))
     used = [name for name in ours if name in called]
     body = "".join(ours[name] + "\n\n" for name in used)
-    return tl_math.helper_sources(body) + body
+    return tl_math.helper_sources(body + text) + body
 
 
 #: 16-bit floats pass through float32 on their way to and from a float64 accumulator: the interpreter keeps
@@ -342,15 +343,53 @@ def _lines(statements: tuple[str, ...], indent: int) -> str:
     return "\n".join(" " * indent + s for s in statements)
 
 
-#: a program's rows: BLOCK_M outputs of group program_id(1), each a line of R elements ``col_stride`` apart,
-#: starting ``row_stride`` apart (1 along I: the tile's loads are contiguous down its rows); ``out``: their places
-#: in the outputs
+#: a program's rows: BLOCK_M outputs of group program_id(1), each a line of R elements; ``out``: their places in
+#: the outputs. Input i's lines start ``in{i}_rs`` apart (1 along I: the tile's loads are contiguous down its
+#: rows), its groups ``in{i}_gs`` apart, a line's elements ``in{i}_cs`` apart.
 _ROWS = """    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     group = tl.program_id(1).to(tl.int64)
     row_ok = rows < n_rows
     out = group * n_rows + rows
-    base = (group * group_stride + rows * row_stride)[:, None]
+{bases}
     cols = tl.arange(0, BLOCK_N).to(tl.int64)[None, :]"""
+
+
+def element_dtype(k: Any) -> str:
+    """The dtype of the values reduced: the input's, or with a prologue (``k.expr`` over the inputs, fused from
+    a pointwise producer) the dtype the producer's result had (``attrs["element"]``)."""
+    return k.attrs.get("element", k.inputs[0][1]) if k.expr is not None else k.inputs[0][1]
+
+
+def _inputs(k: Any) -> list[str]:
+    return [name for name, _ in k.inputs] if k.expr is not None else ["in0"]
+
+
+def _rows(k: Any) -> str:
+    bases = "\n".join(f"    {n}_base = (group * {n}_gs + rows * {n}_rs)[:, None]" for n in _inputs(k))
+    return _ROWS.format(bases=bases)
+
+
+def _signature(k: Any) -> tuple[str, str]:
+    """The input pointers, and the sizes and strides that follow the output pointers."""
+    names = _inputs(k)
+    strides = ", ".join(f"{n}_rs, {n}_gs, {n}_cs" for n in names)
+    return ", ".join(f"{n}_ptr" for n in names), f"n_rows, R, {strides}"
+
+
+def _element(k: Any, fill: str) -> str:
+    """The statements (indented for the tile loop) that set ``v``, the tile's values in ACC with ``fill`` where
+    the mask ``m`` is off: a load, or the prologue's loads and expression rounded to the element dtype."""
+    at = "{n}_ptr + {n}_base + j * {n}_cs"
+    if k.expr is None:
+        return "        v = " + _load(at.format(n="in0"), "m", fill, k.inputs[0][1])
+    first = k.inputs[0][1]
+    ct = compute_type(first)
+    value = kernel_expr(k.expr, ct, first)
+    element = element_dtype(k)
+    if element in HALF_FLOATS:
+        value = f"({value}).to({TL_STORAGE[element]}).to(tl.float32)"
+    loads = [f"        {n} = tl.load({at.format(n=n)}, mask=m, other=0).to({ct})" for n, _ in k.inputs]
+    return "\n".join([*loads, f"        v = tl.where(m, {value}, {fill}).to(ACC)"])
 
 
 def _reduce_kernel(body: Reduction, k: Any, acc: str) -> str:
@@ -362,14 +401,14 @@ def _reduce_kernel(body: Reduction, k: Any, acc: str) -> str:
     for start in range(0, R, BLOCK_N):
         j = start + cols
         m = row_ok[:, None] & (j < R)
-        v = {_load("x_ptr + base + j * col_stride", "m", walk.fill, k.inputs[0][1])}
+{_element(k, walk.fill)}
 {_lines(walk.step, 8)}
 {_lines(walk.finish, 4)}""")
     stores = "\n".join("    " + _store(i, "out", r, dt, "row_ok") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
+    pointers, sizes = _signature(k)
     return f"""@triton.jit
-def _kv_reduce_kernel(x_ptr, {outs}, n_rows, row_stride, group_stride, R, col_stride, BLOCK_M: tl.constexpr,
-                      BLOCK_N: tl.constexpr):
-{_ROWS}
+def _kv_reduce_kernel({pointers}, {outs}, {sizes}, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+{_rows(k)}
 {chr(10).join(walks)}
 {stores}""".replace("ACC", acc)
 
@@ -387,10 +426,11 @@ def _reduce_split_kernels(body: Reduction, k: Any, acc: str) -> str:
     walk = body.passes[0]
     outs = ", ".join(f"out{i}_ptr" for i in range(len(k.outputs)))
     stores = "\n".join("    " + _store(i, "rows", r, dt, "row_ok") for i, (r, dt) in enumerate(zip(body.results, k.outputs)))
+    pointers, sizes = _signature(k)
     return f"""@triton.jit
-def _kv_reduce_piece_kernel(x_ptr, part_ptr, n_rows, row_stride, group_stride, R, col_stride, piece, pieces,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-{_ROWS}
+def _kv_reduce_piece_kernel({pointers}, part_ptr, {sizes}, piece, pieces, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr):
+{_rows(k)}
     p = tl.program_id(2).to(tl.int64)
     lo = p * piece
     hi = tl.minimum(lo + piece, R)
@@ -398,7 +438,7 @@ def _kv_reduce_piece_kernel(x_ptr, part_ptr, n_rows, row_stride, group_stride, R
     for start in range(lo, hi, BLOCK_N):
         j = start + cols
         m = row_ok[:, None] & (j < hi)
-        v = {_load("x_ptr + base + j * col_stride", "m", walk.fill, k.inputs[0][1])}
+{_element(k, walk.fill)}
 {_lines(walk.step, 8)}
 {_lines(walk.finish, 4)}
     parts = part_ptr.to(tl.pointer_type({walk.additive}))
@@ -436,17 +476,15 @@ def _kv_scan_kernel(x_ptr, {outs}, L, inner, n_iblocks, BLOCK_I: tl.constexpr):
         jj += 1""".replace("ACC", acc)
 
 
-def _checks(k: Any, ranks: tuple[int, ...], strided: bool = False) -> str:
-    """Host checks shared by both launchers: tensor counts, dtypes, rank, dense outputs and (unless ``strided``:
-    the kernel reads through the input's strides) a dense input."""
+def _checks(k: Any) -> str:
+    """Host checks of a scan: tensor counts, dtypes, rank, a dense input and dense outputs."""
     dtypes = repr(tuple(k.outputs))
-    dense = "" if strided else "not _dense(x) or "
     return f"""    if len(inputs) != 1 or len(outputs) != {len(k.outputs)}:
         raise RuntimeError("declined: wrong number of tensors")
     x = inputs[0]
     if _dtype_name(x) != "{k.inputs[0][1]}" or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
         raise RuntimeError("declined: dtype")
-    if x.dim() not in {ranks!r} or {dense}not all(_dense(o) for o in outputs):
+    if x.dim() != 3 or not _dense(x) or not all(_dense(o) for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")"""
 
 
@@ -455,6 +493,20 @@ _HOST = host_functions(DTYPE_NAME, DENSE, POW2)
 #: rows reduced in pieces when they keep fewer programs busy than this, each piece at least SPLIT_TILES tiles
 #: long, a row in at most MAX_PIECES pieces
 SPLIT_ROWS, SPLIT_TILES, MAX_PIECES = 128, 4, 1024
+
+
+def _reduce_checks(k: Any) -> str:
+    """Host checks of a reduction: tensor counts, dtypes, every input of one shape (the outputs' lines as rows of
+    (outer, R), or as a strided view (A, R, I)), dense outputs."""
+    dtypes = repr(tuple(k.outputs))
+    inputs = repr(tuple(d for _, d in k.inputs))
+    return f"""    if len(inputs) != {len(k.inputs)} or len(outputs) != {len(k.outputs)}:
+        raise RuntimeError("declined: wrong number of tensors")
+    x = inputs[0]
+    if tuple(_dtype_name(t) for t in inputs) != {inputs} or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
+        raise RuntimeError("declined: dtype")
+    if x.dim() not in (2, 3) or any(t.shape != x.shape for t in inputs) or not all(_dense(o) for o in outputs):
+        raise RuntimeError("declined: shape or layout it was not written for")"""
 
 
 def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
@@ -468,7 +520,7 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
         piece = triton.cdiv(triton.cdiv(R, pieces), block_n) * block_n
         pieces = triton.cdiv(R, piece)
         part = outputs[0].new_empty((outer * pieces * 8 // outputs[0].element_size(),))
-        _kv_reduce_piece_kernel[(grid[0], grid[1], pieces)](x, part, *lines, piece, pieces, BLOCK_M=block_m, BLOCK_N=block_n{launch})
+        _kv_reduce_piece_kernel[(grid[0], grid[1], pieces)](*inputs, part, *lines, piece, pieces, BLOCK_M=block_m, BLOCK_N=block_n{launch})
         block_p = _pow2(pieces)
         join_m = max(1, {MAX_PIECES} // block_p)
         _kv_reduce_join_kernel[(triton.cdiv(outer, join_m),)](part{outs}, outer, R, pieces, BLOCK_M=join_m, BLOCK_P=block_p{launch})
@@ -478,25 +530,25 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
              if body.nonempty else "")
     # (outer, R) is (A, R, 1); rows run along I where it is longer than 1 (groups: A), else along A (one group)
     return _HOST + f"""def kernel(inputs, outputs):
-{_checks(k, (2, 3), strided=True)}
+{_reduce_checks(k)}
     A, R, I = (*x.shape, 1) if x.dim() == 2 else x.shape
-    sa, sr, si = (*x.stride(), 0) if x.dim() == 2 else x.stride()
     outer = A * I
     if any(o.numel() != outer for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")
     if outer == 0:
         return
-{empty}    n_rows, row_stride, groups, group_stride = (A, sa, 1, 0) if I == 1 else (I, si, A, sa)
+{empty}    n_rows, groups = (A, 1) if I == 1 else (I, A)
     if groups > 65535:
         raise RuntimeError("declined: more groups of rows than a grid holds")
-    across = row_stride == 1 and sr != 1  # rows side by side in memory: short tiles along R, long down the rows
+    lines = [n_rows, R]
+    for t in inputs:  # each input's (row, group, element) strides
+        sa, sr, si = (*t.stride(), 0) if t.dim() == 2 else t.stride()
+        lines += [sa, 0, sr] if I == 1 else [si, sa, sr]
+    across = lines[2] == 1 and lines[4] != 1  # rows side by side in memory: short tiles along R, long down the rows
     block_n = min(_pow2(R), 16 if across else 1024, {params["BLOCK"]})
-    block_m = max(1, {params["BLOCK"]} // block_n)
-    if across:
-        block_m = min(block_m, _pow2(n_rows))
+    block_m = min(max(1, {params["BLOCK"]} // block_n), _pow2(n_rows))
     grid = (triton.cdiv(n_rows, block_m), groups)
-    lines = (n_rows, row_stride, group_stride, R, sr)
-{split}    _kv_reduce_kernel[grid](x{outs}, *lines, BLOCK_M=block_m, BLOCK_N=block_n{launch})
+{split}    _kv_reduce_kernel[grid](*inputs{outs}, *lines, BLOCK_M=block_m, BLOCK_N=block_n{launch})
 """
 
 
@@ -559,7 +611,7 @@ def _scan_launcher(k: Any, params: dict[str, Any], tiled: bool) -> str:
         return
 """ if tiled else ""
     return _HOST + f"""def kernel(inputs, outputs):
-{_checks(k, (3,))}
+{_checks(k)}
     outer, L, inner = x.shape
     if any(o.numel() != x.numel() for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")
@@ -576,12 +628,18 @@ def _scan_launcher(k: Any, params: dict[str, Any], tiled: bool) -> str:
 
 def _supported(problem: Problem, layout: str, ops: tuple[str, ...]) -> bool:
     kernel = conformance_kernel(problem, (layout,))
-    inputs = FLOAT_INPUTS
-    if kernel is not None and kernel.op in TRUTH_OPS:
-        inputs += ("bool",)
-    elif kernel is not None and kernel.op == "cumsum":
-        inputs += INT_SCAN_INPUTS
-    return (kernel is not None and kernel.op in ops and len(kernel.inputs) == 1 and kernel.inputs[0][1] in inputs
+    if kernel is None or kernel.op not in ops:
+        return False
+    elements = FLOAT_INPUTS
+    if kernel.op in TRUTH_OPS:
+        elements += ("bool",)
+    elif kernel.op == "cumsum":
+        elements += INT_SCAN_INPUTS
+    if kernel.expr is not None:  # a reduction's prologue: an expression of its inputs (a program's fused producer)
+        fits = layout == "reduce" and bool(kernel.inputs) and all(d in TL_STORAGE for _, d in kernel.inputs)
+    else:
+        fits = len(kernel.inputs) == 1
+    return (fits and element_dtype(kernel) in elements
             and all(dt in TL_STORAGE or dt == "float64" for dt in kernel.outputs))
 
 
@@ -602,6 +660,7 @@ class TritonAtenReduce(Recipe):
     language = "triton"
     families = ("aten_pointwise",)
     reads_in_place = ("reduce",)
+    takes_prologues = ("reduce",)
 
     def supports(self, problem: Problem) -> bool:
         return _supported(problem, "reduce", REDUCE_OPS)
@@ -614,7 +673,7 @@ class TritonAtenReduce(Recipe):
         body = reduce_body(k.op, k.attrs)
         if len(body.results) != len(k.outputs):
             raise ValueError(f"{k.op} writes {len(body.results)} outputs, the sample expects {len(k.outputs)}")
-        acc = _acc_type(body.wide, (k.inputs[0][1], *k.outputs))
+        acc = _acc_type(body.wide, (element_dtype(k), *k.outputs))
         device = _reduce_kernel(body, k, acc)
         if splits(body):
             device += "\n\n\n" + _reduce_split_kernels(body, k, acc)
