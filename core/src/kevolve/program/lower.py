@@ -116,11 +116,13 @@ class _Buffers:
         return View(self.name(root), dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
-def _ordered(expr: Any, leaves: dict[str, Any]) -> tuple[Any, list[torch.Tensor]]:
-    """The expression over in0, in1, ... and the leaves in that order: a floating one first, since the compute
-    type follows the first input (a bool mask computes nothing)."""
+def _ordered(expr: Any, leaves: dict[str, Any]) -> tuple[Any, list[torch.Tensor], tuple[tuple[str, str], ...]]:
+    """The expression over in0, in1, ..., the leaves in that order (a floating one first, since the compute type
+    follows the first input: a bool mask computes nothing) and their (name, dtype) for the KernelSpec."""
     order = sorted(leaves, key=lambda v: not leaves[v].dtype.is_floating_point)
-    return substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), [leaves[v] for v in order]
+    inputs = [leaves[v] for v in order]
+    return (substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), inputs,
+            tuple((f"in{i}", dtype_name(t.dtype)) for i, t in enumerate(inputs)))
 
 
 def _prologues(graph: Graph, expressions: dict, knobs: dict[str, Any]) -> dict[str, tuple[str, Any, dict]]:
@@ -147,7 +149,8 @@ def _identity(graph: Graph, name: str, src: torch.Tensor, dst: torch.Tensor) -> 
 
 
 def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
-    """The program under ``knobs`` (missing fusion knobs: fuse; missing fold knobs: copy)."""
+    """The program under ``knobs`` (missing fusion knobs: fuse; missing fold knobs: copy; missing prologue
+    knobs: the producer a kernel of its own)."""
     knobs = knobs or {}
     program = Program(graph.name, [(s, dtype_name(d)) for s, d in graph.input_specs],
                       [(tuple(o.shape), dtype_name(o.dtype)) for o in graph.outputs])
@@ -181,10 +184,8 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
         if isinstance(node, Pointwise):
             if node.name not in expressions or node.name in skipped:
                 continue  # fused into its consumer, or a copy its reader skips
-            expr, inputs = _ordered(*expressions[node.name])
-            spec = KernelSpec(f"fused[{node.name}]", tuple((f"in{i}", dtype_name(t.dtype)) for i, t in
-                                                           enumerate(inputs)),
-                              (dtype_name(node.out.dtype),), expr, "broadcast")
+            expr, inputs, named = _ordered(*expressions[node.name])
+            spec = KernelSpec(f"fused[{node.name}]", named, (dtype_name(node.out.dtype),), expr, "broadcast")
             outputs = [node.out]
         else:
             case = Case(node.name, node.inputs, node.outputs, node.attrs, spec=node.spec)
@@ -192,11 +193,10 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
             spec, outputs = kernel_spec(case), node.outputs
             inputs = [in_place[i][1] if i in in_place else t for i, t in enumerate(node.inputs)]
             if node.name in prologues:  # the producer's expression computes the kernel's elements
-                producer, expr, views = prologues[node.name]
-                expr, inputs = _ordered(expr, views)
-                element = dtype_name(node.inputs[0].dtype)
-                spec = KernelSpec(spec.op, tuple((f"in{i}", dtype_name(t.dtype)) for i, t in enumerate(inputs)),
-                                  spec.outputs, expr, spec.layout, spec.dim, {**spec.attrs, "element": element})
+                _, expr, views = prologues[node.name]
+                expr, inputs, named = _ordered(expr, views)
+                spec = KernelSpec(spec.op, named, spec.outputs, expr, spec.layout, spec.dim,
+                                  {**spec.attrs, "element": dtype_name(node.inputs[0].dtype)})
         for t in inputs:
             if t.device.type == "meta" and id(root_of(t)) not in graph.inputs and id(root_of(t)) not in written:
                 raise LoweringError(f"{graph.name!r}: {node.name} reads a result its kernel does not write "
