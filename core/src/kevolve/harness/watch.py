@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 #: the threads other than the one that called the kernel, busy together for more than this share of a quiet
-#: window after the kernel's timed calls, are still working for it, unless a later window is quiet. OpenMP and PyTorch thread
-#: pools spin for a few milliseconds of CPU after a parallel region before they sleep (3-4 ms on the 2-core dev
-#: VM; spread over more wall time when other processes load the machine), so a pool settles within a window or
-#: two; work handed to a thread keeps it busy in every window. (The last timed call's outputs are copied the
+#: window after the kernel's timed calls, are still working for it, unless a later window is quiet. OpenMP and
+#: PyTorch thread pools spin for a few milliseconds of CPU after a parallel region before they sleep (3-4 ms on
+#: the 2-core dev VM; spread over more wall time when other processes load the machine), so a pool settles within
+#: a window or two; work handed to a thread keeps it busy in every window. (The last timed call's outputs are copied the
 #: moment the clock stops and checked, so work left running can only be a later call's or someone else's.)
 BUSY_SHARE = 0.3
 

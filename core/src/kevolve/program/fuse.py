@@ -65,8 +65,7 @@ def prologue_edges(graph: Graph) -> dict[str, str]:
         if producer is None or len(reads) != 1:
             continue
         consumer, view = reads[0]
-        if isinstance(consumer, Kernel) and len(consumer.inputs) == 1 and view.is_contiguous() \
-                and view.storage_offset() == 0 and view.numel() == producer.out.numel() \
+        if isinstance(consumer, Kernel) and len(consumer.inputs) == 1 and is_whole(view) \
                 and producer.name not in {copy for copy, _ in consumer.in_place.values()}:  # a fold's business
             edges[producer.name] = consumer.name
     return edges

@@ -360,18 +360,14 @@ def element_dtype(k: Any) -> str:
     return k.attrs.get("element", k.inputs[0][1]) if k.expr is not None else k.inputs[0][1]
 
 
-def _inputs(k: Any) -> list[str]:
-    return [name for name, _ in k.inputs] if k.expr is not None else ["in0"]
-
-
 def _rows(k: Any) -> str:
-    bases = "\n".join(f"    {n}_base = (group * {n}_gs + rows * {n}_rs)[:, None]" for n in _inputs(k))
+    bases = "\n".join(f"    {n}_base = (group * {n}_gs + rows * {n}_rs)[:, None]" for n, _ in k.inputs)
     return _ROWS.format(bases=bases)
 
 
 def _signature(k: Any) -> tuple[str, str]:
     """The input pointers, and the sizes and strides that follow the output pointers."""
-    names = _inputs(k)
+    names = [name for name, _ in k.inputs]
     strides = ", ".join(f"{n}_rs, {n}_gs, {n}_cs" for n in names)
     return ", ".join(f"{n}_ptr" for n in names), f"n_rows, R, {strides}"
 
@@ -476,15 +472,17 @@ def _kv_scan_kernel(x_ptr, {outs}, L, inner, n_iblocks, BLOCK_I: tl.constexpr):
         jj += 1""".replace("ACC", acc)
 
 
-def _checks(k: Any) -> str:
-    """Host checks of a scan: tensor counts, dtypes, rank, a dense input and dense outputs."""
+def _checks(k: Any, layout_wrong: str) -> str:
+    """Host checks shared by both launchers: tensor counts, dtypes, dense outputs, and ``layout_wrong``, the
+    launcher's own test of the inputs' rank and layout (``x``: the first input)."""
     dtypes = repr(tuple(k.outputs))
-    return f"""    if len(inputs) != 1 or len(outputs) != {len(k.outputs)}:
+    inputs = repr(tuple(d for _, d in k.inputs))
+    return f"""    if len(inputs) != {len(k.inputs)} or len(outputs) != {len(k.outputs)}:
         raise RuntimeError("declined: wrong number of tensors")
     x = inputs[0]
-    if _dtype_name(x) != "{k.inputs[0][1]}" or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
+    if tuple(_dtype_name(t) for t in inputs) != {inputs} or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
         raise RuntimeError("declined: dtype")
-    if x.dim() != 3 or not _dense(x) or not all(_dense(o) for o in outputs):
+    if {layout_wrong} or not all(_dense(o) for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")"""
 
 
@@ -493,20 +491,6 @@ _HOST = host_functions(DTYPE_NAME, DENSE, POW2)
 #: rows reduced in pieces when they keep fewer programs busy than this, each piece at least SPLIT_TILES tiles
 #: long, a row in at most MAX_PIECES pieces
 SPLIT_ROWS, SPLIT_TILES, MAX_PIECES = 128, 4, 1024
-
-
-def _reduce_checks(k: Any) -> str:
-    """Host checks of a reduction: tensor counts, dtypes, every input of one shape (the outputs' lines as rows of
-    (outer, R), or as a strided view (A, R, I)), dense outputs."""
-    dtypes = repr(tuple(k.outputs))
-    inputs = repr(tuple(d for _, d in k.inputs))
-    return f"""    if len(inputs) != {len(k.inputs)} or len(outputs) != {len(k.outputs)}:
-        raise RuntimeError("declined: wrong number of tensors")
-    x = inputs[0]
-    if tuple(_dtype_name(t) for t in inputs) != {inputs} or tuple(_dtype_name(o) for o in outputs) != {dtypes}:
-        raise RuntimeError("declined: dtype")
-    if x.dim() not in (2, 3) or any(t.shape != x.shape for t in inputs) or not all(_dense(o) for o in outputs):
-        raise RuntimeError("declined: shape or layout it was not written for")"""
 
 
 def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
@@ -530,7 +514,7 @@ def _reduce_launcher(k: Any, body: Reduction, params: dict[str, Any]) -> str:
              if body.nonempty else "")
     # (outer, R) is (A, R, 1); rows run along I where it is longer than 1 (groups: A), else along A (one group)
     return _HOST + f"""def kernel(inputs, outputs):
-{_reduce_checks(k)}
+{_checks(k, "x.dim() not in (2, 3) or any(t.shape != x.shape for t in inputs)")}
     A, R, I = (*x.shape, 1) if x.dim() == 2 else x.shape
     outer = A * I
     if any(o.numel() != outer for o in outputs):
@@ -611,7 +595,7 @@ def _scan_launcher(k: Any, params: dict[str, Any], tiled: bool) -> str:
         return
 """ if tiled else ""
     return _HOST + f"""def kernel(inputs, outputs):
-{_checks(k)}
+{_checks(k, "x.dim() != 3 or not _dense(x)")}
     outer, L, inner = x.shape
     if any(o.numel() != x.numel() for o in outputs):
         raise RuntimeError("declined: shape or layout it was not written for")
