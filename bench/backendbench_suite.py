@@ -93,12 +93,16 @@ def main() -> int:
     run([python, str(work / "runner.py"), str(export), str(result)], cwd=work)
     data = json.loads(result.read_text())
     exported = sorted(p.name for p in export.iterdir() if p.is_dir())
+    manifest = json.loads((export / "kevolve_export.json").read_text())
+    ops = len(manifest["covered"]) + len(manifest["uncovered"])
     info = {"target": args.target, "backendbench": commit, "torch": data["torch"], "python": platform.python_version(),
             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     passing = [r for r in data["rows"] if r["passed"] == r["tests"]]
     lines = [f"# BackendBench's OpInfo suite on kevolve's `{args.target}` export", "",
              f"`python bench/backendbench_suite.py {' '.join(sys.argv[1:])}`", "",
              "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), "",
+             (f"Operators covered by the export (every computing ATen call of their OpInfo samples answered right "
+              f"by its files, checked by kevolve before writing): {len(manifest['covered'])} of {ops}."), "",
              (f"Exported overloads: {len(exported)}; loaded by BackendBench's DirectoryBackend in a virtualenv "
               f"without kevolve: {len(data['loaded'])}; given OpInfo tests on the CPU in float32: "
               f"{len({r['op'] for r in data['rows']})} (in {len(data['rows'])} groups, one per OpInfo op and "
@@ -111,9 +115,13 @@ def main() -> int:
     if untested:
         lines += ["", f"Loaded but given no OpInfo test by the suite ({len(untested)}): "
                   + ", ".join(f"`{o}`" for o in untested)]
+    lines += ["", "Overloads served by more than one operator's kernels: " + "; ".join(
+        f"`{name}`: {', '.join(by)}" for name, by in sorted(manifest["served_by"].items()) if len(by) > 1), "",
+        f"Operators not covered ({len(manifest['uncovered'])}):", ""]
+    lines += [f"- `{op}`: {why[:200]}" for op, why in sorted(manifest["uncovered"].items())]
     result_path(args.out, "backendbench", ".md", args.target).write_text("\n".join(lines) + "\n")
     result_path(args.out, "backendbench", ".json", args.target).write_text(
-        json.dumps({"info": info, "exported": exported, **data}, indent=1) + "\n")
+        json.dumps({"info": info, "exported": exported, "export": manifest, **data}, indent=1) + "\n")
     print("\n".join(lines[:8]))
     return 0
 

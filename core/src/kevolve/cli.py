@@ -331,10 +331,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format == "backendbench":
         from kevolve.conformance.export import export_backendbench
 
-        written, skipped = export_backendbench(args.path, args.target or "cpu", store=args.store)
-        for op, why in skipped.items():
-            err.print(f"skipped {op}: {why}", highlight=False)
-        err.print(f"wrote {len(written)} BackendBench operator directories to {args.path}")
+        export = export_backendbench(args.path, args.target or "cpu", store=args.store)
+        for op, why in export.uncovered.items():
+            err.print(f"not covered {op}: {why}", highlight=False)
+        ops = len(export.covered) + len(export.uncovered)
+        err.print(f"wrote {len(export.written)} BackendBench overload directories to {args.path}, covering "
+                  f"{len(export.covered)} of {ops} operators (kevolve_export.json there says which)")
         return 0
     raise KevolveError(f"unknown export format {args.format!r}; choose trajectories or backendbench")
 

@@ -1,18 +1,23 @@
 """``kevolve export --format backendbench DIR``: the passing conformance kernels in BackendBench's layout.
 
 ``DIR/<op>__<overload>/<op>__<overload>_implementation_v1.py`` defines ``<op>__<overload>_kernel_impl(*args,
-**kwargs)`` for the ATen overload the OpInfo op dispatches (e.g. ``relu__default`` for ``nn.functional.relu``).
+**kwargs)`` for one ATen overload (e.g. ``relu__default``, ``_softmax__default``, ``convolution__default``).
 Beside it, one standalone package per kernel (one per set of constant arguments seen in the samples), written by
 the target's backend as ``OptimizeResult.save`` writes one: the kernel's source, its support files and a loader
 that builds it on first use. The file carries :mod:`~kevolve.conformance.portable` (binding the ATen call's
-arguments the way the conformance run did, allocating the outputs, loading the packages), so it runs with torch
-and the kernel's runtime only, no kevolve. Arguments no kernel was generated for raise ``NotImplementedError``;
-ops whose binding needs kevolve's host-side ``prepare`` step are skipped with that reason.
+arguments the way the conformance run did, allocating the outputs, loading the packages) and, per operator it
+binds, the operator's host-side ``prepare`` step and ATen adapter (:mod:`~kevolve.conformance.bundle`), so it
+runs with torch and the kernel's runtime only, no kevolve. Calls no kernel was generated for raise
+``NotImplementedError``.
 
-Only what is verified is written: every OpInfo sample of the op is replayed through the exported function with
-the arguments the ATen overload itself received, and must match PyTorch. An op that dispatches no single ATen op
-of its own name (a composite, e.g. ``softsign``; a helper op, e.g. ``prelu`` -> ``_prelu_kernel``) is skipped with
-the reason.
+An overload is served by the operators whose kernels compute its calls: the operator of its name, and those
+whose table maps the overload onto their own call (:attr:`~kevolve.conformance.spec.OpSpec.aten`, e.g. softmax
+for ``aten._softmax``, relu6 for ``aten.hardtanh(x, 0, 6)``); the file tries them in that order. Only what is
+verified is written: every ATen call an operator's OpInfo samples made to an overload it serves is replayed
+through the file and must match PyTorch's answer to that call. An operator is covered when every computing ATen
+call of its samples (views, copies and allocations aside, and calls in another floating-point dtype than the
+one it was judged in, after a ``dtype=`` conversion) is answered right by the export, through its own
+kernel or another's (``outer`` by ``mul``'s); :attr:`Export.uncovered` says why the others are not.
 """
 
 from __future__ import annotations
@@ -20,46 +25,93 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import json
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from kevolve.conformance import portable
+from kevolve.conformance import bundle, portable
 from kevolve.conformance import samples as sm
 from kevolve.conformance.table import OPS
 
-_VIEW_OPS = {"aten.view.default", "aten.detach.default", "aten.alias.default", "aten._reshape_alias.default",
-             "aten.expand.default", "aten.reshape.default"}
+#: ATen calls that move, view or allocate memory: no operator's kernel, and left to PyTorch by an export
+DATA_MOVEMENT = {"aten.view.default", "aten.detach.default", "aten.alias.default", "aten._reshape_alias.default",
+                 "aten.expand.default", "aten.reshape.default", "aten._unsafe_view.default", "aten.unsqueeze.default", "aten.squeeze.dim",
+                 "aten.squeeze_.dim", "aten.squeeze.dims", "aten.t.default", "aten.transpose.int",
+                 "aten.permute.default", "aten.slice.Tensor", "aten.select.int", "aten.as_strided.default",
+                 "aten._to_copy.default", "aten.clone.default", "aten.copy_.default", "aten.empty.memory_format",
+                 "aten.new_empty.default", "aten.empty_like.default", "aten.ones.default", "aten.zeros.default",
+                 "aten.full.default", "aten.scalar_tensor.default", "aten.lift_fresh.default"}
 
 
-def _aten_calls(entry: Any, sample: Any) -> list[tuple[str, tuple, dict]]:
+@dataclass
+class Call:
+    """One ATen call an OpInfo sample made: its arguments and PyTorch's answer, both copied when it ran."""
+
+    func: str
+    args: tuple
+    kwargs: dict
+    expected: Any
+
+
+@dataclass
+class Export:
+    """What an export wrote: the overload directories, the operators each serves, and why any op is not covered."""
+
+    written: list[str] = field(default_factory=list)
+    served_by: dict[str, list[str]] = field(default_factory=dict)
+    covered: list[str] = field(default_factory=list)
+    uncovered: dict[str, str] = field(default_factory=dict)
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    return value
+
+
+def _aten_calls(entry: Any, sample: Any) -> list[Call]:
+    """The computing ATen calls of one sample, each with copies of its arguments and answer."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    calls: list[tuple[str, tuple, dict]] = []
+    calls: list[Call] = []
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if str(func) not in _VIEW_OPS:
-                calls.append((str(func), args, dict(kwargs or {})))
-            return func(*args, **(kwargs or {}))
+            name, kwargs = str(func), dict(kwargs or {})
+            before = None if name in DATA_MOVEMENT else (_copied(args), _copied(kwargs))
+            out = func(*args, **kwargs)
+            if before is not None:
+                calls.append(Call(name, *before, _copied(out)))
+            return out
 
     with Recorder():
         entry.op(sample.input, *sample.args, **sample.kwargs)
     return calls
 
 
+def _own(op: str, func: str) -> bool:
+    """Whether ``func`` (``aten.<packet>.<overload>``) is the op's own ATen operator."""
+    return func.split(".")[1] == op.removeprefix("nn.functional.").replace(".", "_")
+
+
+def _serves(op: str, func: str) -> bool:
+    return _own(op, func) or func in (OPS[op].aten or {})
+
+
 def _portable_args(spec: Any) -> tuple[list[dict[str, Any]] | None, str]:
     """The op's signature as the data :mod:`~kevolve.conformance.portable` binds with, or None and why it cannot
-    be bound without kevolve (a host-side ``prepare`` step, a list input, literals Python cannot write back)."""
+    be bound without kevolve (literals Python cannot write back)."""
     from kevolve.conformance.samples import spec_arguments
 
-    if spec.prepare is not None:
-        return None, "its arguments are prepared on the host by kevolve's table (no portable binding yet)"
-    if spec.list_input or any(a.many for a in spec.args):
-        return None, "takes a sequence of tensors (no portable binding yet)"
     args = spec_arguments(spec)
     for described in args:
         try:
@@ -70,136 +122,285 @@ def _portable_args(spec: Any) -> tuple[list[dict[str, Any]] | None, str]:
     return args, ""
 
 
-_HEADER = """# kevolve conformance kernel for {aten} (OpInfo `{op}`), target {target} ({language}).
+def _binding_source(spec: Any) -> str:
+    """The op's ``prepare`` step as source defining ``PREPARE`` (None where it has none)."""
+    return bundle.source_of(spec.prepare, "PREPARE") if spec.prepare is not None else "PREPARE = None\n"
+
+
+_HEADER = """# kevolve conformance kernels for {aten}, target {target} ({language}), from the OpInfo ops {ops}.
 #
-# Generated by `kevolve export --format backendbench` on {samples} OpInfo samples that all passed (worst error
-# {worst} of the float32 tolerance). Needs torch and the kernel's runtime, not kevolve: the code below binds the
-# arguments on the host; the kernels are the standalone packages {folders} next to this file (each key below
-# names one), built on first use.
+# Generated by `kevolve export --format backendbench` from kernels that passed every OpInfo sample; each op's
+# ATen calls were replayed through this file and matched PyTorch. Needs torch and the kernel's runtime, not
+# kevolve: the code below binds the arguments on the host (each op's binding is tried in turn); the kernels are
+# the standalone packages {folders} next to this file (each key below names one), built on first use.
 """
 
-_FOOTER = """
-
-OP = {op!r}
-ATEN = {aten!r}
-LAYOUT = {layout!r}
-ARGS = {args!r}
-KERNELS = {kernels}
-
-{name}_kernel_impl = make_impl(OP, ATEN, LAYOUT, ARGS, KERNELS, __file__)
+_BINDING = """
+BINDING_{i} = dict(op={op!r}, layout={layout!r}, list_input={list_input!r}, args={args!r}, kernels={kernels},
+                 code={code!r})
 """
 
 
-def _write_file(folder: Path, name: str, op: str, func: str, target: str, result: Any, args: list[dict]) -> Path:
-    """The overload's file and, beside it, one standalone package per kernel (the backend's own writer)."""
+def _write_file(folder: Path, name: str, func: str, target: str, bound: list[_Bound]) -> Path:
+    """The overload's file, binding each op in turn, and beside it one standalone package per kernel (the
+    backend's own writer)."""
     from kevolve.plugins import get_manager
 
     registered = get_manager().target(target)
-    kernels = {}
-    for i, (key, source) in enumerate(sorted(result.kernels.items())):
-        package = folder / f"kernel_{i}"
-        package.mkdir()
-        registered.backend.write_standalone(registered.spec, source, result.language, package)
-        kernels[key] = package.name
+    blocks, folders = [], []
+    for i, b in enumerate(bound):
+        kernels = {}
+        for key, source in sorted(b.kernels.items()):
+            package = folder / f"kernel_{len(folders)}"
+            package.mkdir()
+            registered.backend.write_standalone(registered.spec, source, b.language, package)
+            kernels[key] = package.name
+            folders.append(package.name)
+        spec = OPS[b.op]
+        adapter = (spec.aten or {}).get(func)
+        code = ("from __future__ import annotations\n\n" + _binding_source(spec)
+                + (bundle.source_of(adapter, "ADAPT") if adapter else "ADAPT = None\n"))
+        table = "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in kernels.items()) + "}"
+        blocks.append(_BINDING.format(i=i, op=b.op, layout=spec.layout, list_input=spec.list_input, args=b.args,
+                                      kernels=table, code=code))
+    header = _HEADER.format(aten=func, target=target, language=bound[0].language,
+                            ops=", ".join(b.op for b in bound), folders=", ".join(folders))
+    bindings = ", ".join(f"BINDING_{i}" for i in range(len(bound)))
+    footer = f"\n{name}_kernel_impl = make_impl({func!r}, [{bindings}], __file__)\n"
     path = folder / f"{name}_implementation_v1.py"
-    header = _HEADER.format(aten=func, op=op, target=target, language=result.language, samples=result.total,
-                            worst=f"{result.worst:.3g}", folders=", ".join(sorted(kernels.values())))
-    table = "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in kernels.items()) + "}"
-    footer = _FOOTER.format(op=op, aten=func, layout=OPS[op].layout, args=args, kernels=table, name=name)
-    path.write_text(header + "\n" + inspect.getsource(portable) + footer)
+    path.write_text(header + "\n" + inspect.getsource(portable) + "".join(blocks) + footer)
     return path
 
 
+@dataclass
+class _Bound:
+    """One op's binding of an overload while the export builds it: its kernels by key (the conformance run's, and
+    those generated for the constants of other calls, ``generated``)."""
+
+    op: str
+    language: str
+    args: list[dict]
+    kernels: dict[str, str]
+    generated: set[str] = field(default_factory=set)
+
+    def binding(self, func: str) -> dict:
+        """The binding as :func:`kevolve.conformance.portable.prepared_call` takes it, with kevolve's own
+        functions (no file)."""
+        spec = OPS[self.op]
+        return {"op": self.op, "layout": spec.layout, "list_input": spec.list_input, "args": self.args,
+                "kernels": self.kernels, "prepare": spec.prepare, "adapt": (spec.aten or {}).get(func)}
+
+
+def _taker(call: Call, bound: list[_Bound]) -> tuple[_Bound, str, sm.Case] | None:
+    """The first binding that computes ``call``, the kernel key it needs and the call as a conformance case;
+    None when none does."""
+    for b in bound:
+        try:
+            inputs, attrs, outputs, written = portable.prepared_call(b.binding(call.func), call.func,
+                                                                     _copied(call.args), _copied(call.kwargs))
+        except (NotImplementedError, sm.Declined):
+            continue
+        case = sm.Case("export", inputs, outputs[:written], attrs, spec=OPS[b.op])
+        return b, portable.kernel_key(inputs, attrs, OPS[b.op].layout), case
+    return None
+
+
+def _generate(calls: list[Call], bound: list[_Bound], registered: Any) -> None:
+    """Kernels for the constants of ``calls`` that no conformance kernel was generated for (``add(x, 1.0)`` made
+    by softsign, ``pow(x, 2)`` made by square), written by the target's recipe as the conformance run writes
+    them; the file's replay of the calls then judges them."""
+    from kevolve.conformance.kernel import kernel_spec
+    from kevolve.conformance.run import synthesize
+
+    for call in calls:
+        taken = _taker(call, bound)
+        if taken is None or taken[1] in taken[0].kernels:
+            continue
+        b, key, case = taken
+        try:
+            source, language, why = synthesize(registered, kernel_spec(case))
+        except Exception:  # noqa: BLE001, S112 - an expression the table cannot build for these constants
+            continue
+        if not why and language == b.language:
+            b.kernels[key] = source
+            b.generated.add(key)
+
+
 def _load(path: Path, name: str) -> Callable[..., Any]:
-    module_spec = importlib.util.spec_from_file_location(f"kevolve_bb_{name}", path)
+    module_spec = importlib.util.spec_from_file_location(f"kevolve_bb_{name}_{id(path)}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)  # type: ignore[union-attr]
     return getattr(module, f"{name}_kernel_impl")
 
 
-def _verify(impl: Callable[..., Any], calls: list[tuple[tuple, dict, Any]]) -> str:
-    """Replay the ATen-level calls; '' when every output matches PyTorch's."""
+def _verify(impl: Callable[..., Any], calls: list[Call]) -> str:
+    """Replay ATen-level calls; '' when every output matches PyTorch's."""
     from kevolve.harness import checks
     from kevolve.problems.problem import Tolerance
 
-    for args, kwargs, expected in calls:
+    for call in calls:
         try:
-            got = impl(*args, **kwargs)
+            got = impl(*_copied(call.args), **_copied(call.kwargs))
         except NotImplementedError as exc:
-            return f"declines an ATen-level call: {exc}"
+            return f"declines a call: {exc}"
+        expected = call.expected
         pairs = list(zip(got, expected)) if isinstance(expected, (tuple, list)) else [(got, expected)]
+        if isinstance(expected, (tuple, list)) and (not isinstance(got, (tuple, list)) or len(got) != len(expected)):
+            return f"returns {portable.describe(got)} where ATen returns {portable.describe(expected)}"
         for out, ref in pairs:
+            if not isinstance(ref, torch.Tensor):
+                continue
             bad = checks.compare(out, ref, Tolerance.for_dtype(ref.dtype), 0)
             if bad is not None:
-                return f"differs at the ATen level: {bad['reason']}"
+                return f"differs from ATen: {bad['reason']}"
     return ""
 
 
-def export_backendbench(directory: str | Path, target: str = "cpu", *, store: str | Path | None = None,
-                        ops: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """Write the passing kernels of the latest conformance run on ``target``; (directories written, op -> why
-    skipped)."""
-    from kevolve.conformance.run import ResultCache
+def _unfit(op: str, result: Any) -> str:
+    """Why the op's kernels cannot be exported ('' when they can)."""
+    if not result.ok:
+        return f"did not pass conformance ({result.passed}/{result.total})"
+    if op not in OPS:
+        return "no conformance table entry"
+    args, why = _portable_args(OPS[op])
+    if args is None:
+        return why
+    try:
+        _binding_source(OPS[op])
+        for adapter in (OPS[op].aten or {}).values():
+            bundle.source_of(adapter, "ADAPT")
+    except bundle.Unbundleable as exc:
+        return f"its host-side steps cannot be written without kevolve: {exc}"
+    return ""
 
+
+def _calls_of(op: str, result: Any, db: list[Any]) -> list[Call]:
+    """The computing ATen calls of every sample of the op's passing OpInfo entries, in the conformance dtype; calls
+    on floating-point tensors of another dtype (after a ``dtype=`` conversion) are not the kernel's."""
+    dtype = getattr(torch, result.dtype.split("+")[0])
+    made: list[Call] = []
+    for entry in (e for e in db if e.name == op and _entry_ok(e, result)):
+        torch.manual_seed(sm.SEED)
+        for sample in entry.sample_inputs("cpu", dtype):
+            made += [c for c in _aten_calls(entry, sample) if _floats_in(c.args, dtype)]
+    return made
+
+
+def _floats_in(value: Any, dtype: torch.dtype) -> bool:
+    """Whether every floating-point tensor in ``value`` is of ``dtype``."""
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() or value.dtype == dtype
+    if isinstance(value, (list, tuple)):
+        return all(_floats_in(v, dtype) for v in value)
+    return True
+
+
+def export_backendbench(directory: str | Path, target: str = "cpu", *, store: str | Path | None = None,
+                        ops: list[str] | None = None) -> Export:
+    """Write, for every ATen overload that passing conformance kernels of ``target`` serve, a verified file (and
+    ``kevolve_export.json``: what was written, which ops each serves, which ops are covered, why not the rest)."""
+    from kevolve.conformance.run import ResultCache
+    from kevolve.plugins import get_manager
+
+    registered = get_manager().target(target)
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     results = ResultCache.beside(store).latest(target)
     db = sm.op_db()
-    written: list[str] = []
-    skipped: dict[str, str] = {}
+    export = Export()
+    calls: dict[str, list[Call]] = {}
     for op, result in sorted(results.items()):
         if ops and op not in ops:
             continue
-        if not result.ok:
-            skipped[op] = f"did not pass ({result.passed}/{result.total})"
+        why = _unfit(op, result)
+        if why:
+            export.uncovered[op] = why
+        else:
+            calls[op] = _calls_of(op, result, db)
+    # every overload any op calls, served by every op whose kernel computes its calls
+    serving = {func: [op for op in calls if _serves(op, func)]
+               for func in dict.fromkeys(c.func for made in calls.values() for c in made)}
+    impls: dict[str, Callable[..., Any]] = {}
+    refused: dict[str, str] = {}
+    for func, ops_here in sorted(serving.items()):
+        if not ops_here:
             continue
-        if op not in OPS:
-            skipped[op] = "no conformance table entry"
+        ops_here.sort(key=lambda o: (not _own(o, func), o))
+        bound = [_Bound(o, results[o].language, _portable_args(OPS[o])[0], dict(results[o].kernels)) for o in ops_here]
+        everyone = [c for made in calls.values() for c in made if c.func == func]
+        _generate(everyone, bound, registered)
+        impl = _written(root, func, target, bound, calls, everyone, refused)
+        if impl is not None:
+            name = root / _folder_name(func)
+            impls[func] = impl
+            export.written.append(name.name)
+            export.served_by[name.name] = [b.op for b in bound]
+    for op, made in calls.items():
+        why = _unanswered(made, impls, refused.get(op, ""))
+        if why:
+            export.uncovered[op] = why
+        else:
+            export.covered.append(op)
+    (root / "kevolve_export.json").write_text(json.dumps(
+        {"target": target, "written": export.written, "served_by": export.served_by, "covered": export.covered,
+         "uncovered": export.uncovered}, indent=1) + "\n")
+    return export
+
+
+def _folder_name(func: str) -> str:
+    _, packet, overload = func.split(".")
+    return f"{packet}__{overload}"
+
+
+def _written(root: Path, func: str, target: str, bound: list[_Bound], calls: dict[str, list[Call]],
+             everyone: list[Call], refused: dict[str, str]) -> Callable[..., Any] | None:
+    """The overload's file, written and loaded once it answers right: every call of each bound op (an op whose
+    calls it answers wrong is left out, with the reason in ``refused``) and every call of any op that a generated
+    kernel takes (a generated kernel answering one wrong is left out). None when no op is left."""
+    name = _folder_name(func)
+    folder = root / name
+    while bound:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir()
+        try:
+            impl = _load(_write_file(folder, name, func, target, bound), name)
+        except NotImplementedError as exc:  # the backend writes no standalone module for this language
+            refused.update({b.op: f"{func}: no standalone module: {exc}" for b in bound})
+            break
+        wrong = {b.op: _verify(impl, [c for c in calls[b.op] if c.func == func]) for b in bound}
+        if any(wrong.values()):
+            refused.update({op: f"{func}: {why}" for op, why in wrong.items() if why})
+            bound[:] = [b for b in bound if not wrong[b.op]]
             continue
-        entries = [e for e in db if e.name == op and _entry_ok(e, result)]
-        by_overload: dict[str, list[tuple[tuple, dict, Any]]] = {}
-        problem = ""
-        for entry in entries:
-            torch.manual_seed(sm.SEED)
-            for sample in entry.sample_inputs("cpu", getattr(torch, result.dtype.split("+")[0])):
-                calls = _aten_calls(entry, sample)
-                if len(calls) != 1:
-                    problem = f"dispatches {len(calls)} ATen ops ({', '.join(c[0] for c in calls[:4])})"
-                    break
-                func, args, kwargs = calls[0]
-                by_overload.setdefault(func, []).append((args, kwargs, entry.op(sample.input, *sample.args,
-                                                                                **sample.kwargs)))
-            if problem:
-                break
-        base = op.removeprefix("nn.functional.")
-        if not problem:
-            others = [f for f in by_overload if f.split(".")[1] != base]
-            if others:
-                problem = f"dispatches {', '.join(others)}, not aten.{base}"
-        if problem or not by_overload:
-            skipped[op] = problem or "no samples"
-            continue
-        args, why_not = _portable_args(OPS[op])
-        if args is None:
-            skipped[op] = why_not
-            continue
-        for func, calls in sorted(by_overload.items()):
-            _, packet, overload = func.split(".")
-            name = f"{packet}__{overload}"
-            folder = root / name
-            if folder.exists():
-                shutil.rmtree(folder)
-            folder.mkdir()
-            try:
-                why = _verify(_load(_write_file(folder, name, op, func, target, result, args), name), calls)
-            except NotImplementedError as exc:  # the backend writes no standalone module for this language
-                why = f"no standalone module: {exc}"
-            if why:
-                shutil.rmtree(folder)
-                skipped[f"{op} ({func})"] = why
-            else:
-                written.append(name)
-    return written, skipped
+        bad = set()
+        for call in everyone:
+            taken = _taker(call, bound)
+            if taken is not None and taken[1] in taken[0].generated and _verify(impl, [call]):
+                bad.add((taken[0].op, taken[1]))
+        if not bad:
+            return impl
+        for b in bound:
+            for op, key in bad:
+                if op == b.op:
+                    b.kernels.pop(key, None)
+                    b.generated.discard(key)
+    if folder.exists():
+        shutil.rmtree(folder)
+    return None
+
+
+def _unanswered(made: list[Call], impls: dict[str, Callable[..., Any]], refused: str) -> str:
+    """Why the export does not answer every one of an op's calls ('' when it does)."""
+    if not made:
+        return "its samples make no computing ATen call"
+    for func in dict.fromkeys(c.func for c in made):
+        if func not in impls:
+            return refused or f"calls {func}, which no exported kernel serves"
+        why = _verify(impls[func], [c for c in made if c.func == func])
+        if why:
+            return refused or f"{func}: {why}"
+    return ""
 
 
 def _entry_ok(entry: Any, result: Any) -> bool:

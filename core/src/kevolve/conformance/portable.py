@@ -4,9 +4,12 @@ exported kernels run where only torch and the kernel's own runtime (a C++ compil
 It binds an ATen call's arguments to the kernel's inputs and constants the way the conformance run bound the
 OpInfo samples (:func:`kevolve.conformance.samples.bind`, for operators whose binding needs no host-side
 ``prepare``), allocates the outputs from a run of the ATen overload on meta tensors, and loads the kernel from the
-standalone package the target's backend wrote next to the file. Imports: the standard library and torch only
-(the export's tests import the written files with kevolve blocked).
+standalone package the target's backend wrote next to the file. An operator's host-side ``prepare`` step
+(:attr:`kevolve.conformance.spec.OpSpec.prepare`) is written into the file by :mod:`~kevolve.conformance.bundle`.
+Imports: the standard library and torch only (the export's tests import the written files with kevolve blocked).
 """
+
+from __future__ import annotations
 
 import importlib.util
 import json
@@ -96,12 +99,14 @@ def split_dim(first: torch.Tensor, attrs: dict, error: type[Exception] = NotImpl
     attrs["dim"] = int(attrs["dim"]) % first.dim()
 
 
-def bind(first: torch.Tensor, rest: list, kwargs: dict, args: list[dict], layout: str) -> tuple[list, dict]:
-    """(kernel input tensors, constant attributes) of an ATen call, contiguous copies; NotImplementedError for an
-    argument the kernel was not written for."""
-    tensors, attrs = bind_arguments([first], rest, kwargs, args, first.dtype)
+def bind(first: list, rest: list, kwargs: dict, args: list[dict], layout: str, prepare=None) -> tuple[list, dict]:
+    """(kernel input tensors, constant attributes) of an ATen call whose leading tensors are ``first`` (one, or a
+    list input's), contiguous copies; NotImplementedError for an argument the kernel was not written for."""
+    tensors, attrs = bind_arguments(first, rest, kwargs, args, first[0].dtype)
+    if prepare is not None:
+        tensors, attrs = prepare(tensors, attrs)
     if layout == "halves":
-        split_dim(first, attrs)
+        split_dim(tensors[0], attrs)
     return [t.detach().contiguous().clone() for t in tensors], attrs
 
 
@@ -143,28 +148,79 @@ def load_kernel(directory: Path):
     return sys.modules[name].kernel
 
 
-def make_impl(op: str, aten: str, layout: str, args: list[dict], kernels: dict[str, str], here: str):
-    """``impl(*args, **kwargs)`` of the ATen overload ``aten``: ``kernels`` maps a kernel key to the folder, next
-    to the file ``here``, holding its standalone package."""
+def _leading(op: str, value, list_input: bool) -> list:
+    """The call's leading input tensors: its first argument, or the tensors of a list input."""
+    if list_input:
+        if not isinstance(value, (list, tuple)) or not value or not all(isinstance(t, torch.Tensor) for t in value):
+            raise NotImplementedError(f"{op}: the first argument is {describe(value)}, not a sequence of tensors")
+        return list(value)
+    if not isinstance(value, torch.Tensor):
+        raise NotImplementedError(f"{op}: the first argument is not a tensor")
+    return [value]
+
+
+def _bound(binding: dict) -> dict:
+    """A binding (dict(op, layout, list_input, args, kernels, code)) with its ``code`` run in a namespace of its own:
+    its ``PREPARE`` and ``ADAPT`` functions (None where the op has none)."""
+    namespace: dict = {"__name__": f"binding_{binding['op']}"}
+    exec(compile(binding["code"], f"<{binding['op']} binding>", "exec"), namespace)  # noqa: S102 - the export's own
+    return {**binding, "prepare": namespace["PREPARE"], "adapt": namespace["ADAPT"]}
+
+
+def prepared_call(binding: dict, aten: str, call_args: tuple, kwargs: dict) -> tuple[list, dict, list, int | None]:
+    """(kernel inputs, attributes, ATen's outputs allocated, how many of them the kernel writes) of an ATen call of
+    ``aten`` bound as ``binding``'s op binds it; NotImplementedError when the op's kernel does not compute it."""
+    op = binding["op"]
+    outputs = output_like(aten, call_args, kwargs)
+    written = None
+    if binding["adapt"] is not None:
+        try:
+            call_args, kwargs, written = binding["adapt"](tuple(call_args), dict(kwargs))
+        except (TypeError, ValueError) as exc:  # not the call the adapter was written for
+            raise NotImplementedError(f"{op}: {exc}") from exc
+    if not call_args:
+        raise NotImplementedError(f"{op}: no arguments")
+    first = _leading(op, call_args[0], binding["list_input"])
+    described = binding["args"] + [None] * max(0, len(call_args) - 1 - len(binding["args"]))
+    # a Python number ATen wrapped into a 0-dim tensor of another dtype is a number again (where the op takes
+    # a number there: a 0-dim index tensor stays a tensor)
+    rest = [a.item() if isinstance(a, torch.Tensor) and a.dim() == 0 and a.dtype != first[0].dtype
+            and a.dtype != torch.bool and (arg is None or not arg["tensor"] or arg["scalar_ok"]) else a
+            for a, arg in zip(call_args[1:], described)]
+    inputs, attrs = bind(first, rest, kwargs, binding["args"], binding["layout"], binding["prepare"])
+    if written is not None and any(o.numel() for o in outputs[written:]):
+        raise NotImplementedError(f"{op}: the kernel writes {written} of the {len(outputs)} outputs")
+    if binding["layout"] == "broadcast":
+        rank = outputs[0].dim()
+        inputs = [t.reshape([1] * (rank - t.dim()) + list(t.shape)) for t in inputs]
+    return inputs, attrs, outputs, written
+
+
+def call_binding(binding: dict, aten: str, call_args: tuple, kwargs: dict, folder: Path):
+    """One op's kernel on an ATen call of ``aten``; NotImplementedError when the op's kernel does not compute it."""
+    op = binding["op"]
+    inputs, attrs, outputs, written = prepared_call(binding, aten, call_args, kwargs)
+    key = kernel_key(inputs, attrs, binding["layout"])
+    if key not in binding["kernels"]:
+        raise NotImplementedError(f"{op}: no kernel was generated for {key}")
+    load_kernel(folder / binding["kernels"][key])(inputs, outputs[:written])
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def make_impl(aten: str, bindings: list[dict], here: str):
+    """``impl(*args, **kwargs)`` of the ATen overload ``aten``: each binding's op's kernel is tried in turn (the
+    first that computes the call answers it); their packages are in folders next to the file ``here``."""
     folder = Path(here).resolve().parent
+    bound = [_bound(b) for b in bindings]
 
     def impl(*call_args, **kwargs):
-        if not call_args or not isinstance(call_args[0], torch.Tensor):
-            raise NotImplementedError(f"{op}: the first argument is not a tensor")
-        first = call_args[0]
-        # a Python number ATen wrapped into a 0-dim tensor of another dtype is a number again
-        rest = [a.item() if isinstance(a, torch.Tensor) and a.dim() == 0 and a.dtype != first.dtype
-                and a.dtype != torch.bool else a for a in call_args[1:]]
-        inputs, attrs = bind(first, rest, kwargs, args, layout)
-        outputs = output_like(aten, call_args, kwargs)
-        if layout == "broadcast":
-            rank = outputs[0].dim()
-            inputs = [t.reshape([1] * (rank - t.dim()) + list(t.shape)) for t in inputs]
-        key = kernel_key(inputs, attrs, layout)
-        if key not in kernels:
-            raise NotImplementedError(f"{op}: no kernel was generated for {key}")
-        load_kernel(folder / kernels[key])(inputs, outputs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        declined = []
+        for binding in bound:
+            try:
+                return call_binding(binding, aten, call_args, kwargs, folder)
+            except NotImplementedError as exc:
+                declined.append(str(exc))
+        raise NotImplementedError("; ".join(declined))
 
-    impl.__name__ = f"kevolve_{op.replace('.', '_')}"
+    impl.__name__ = "kevolve_" + aten.replace(".", "_")
     return impl

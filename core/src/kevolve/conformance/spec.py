@@ -14,6 +14,11 @@ from kevolve.synthesis.expr import Const, Expr
 
 REQUIRED = object()
 
+#: an ATen call's (args, kwargs) -> the op's own (args, kwargs) (the first argument is the input) and how many of
+#: the ATen outputs the op's kernel writes (None: all; the others must be empty); raises ``Declined`` for a call
+#: the op's kernel does not compute (e.g. ``_softmax`` with ``half_to_float``)
+AtenCall = Callable[[tuple, dict], tuple[tuple, dict, "int | None"]]
+
 #: in :attr:`Arg.dtypes`: the dtype the sample is drawn in (float32, or bfloat16 for a target's bf16 samples)
 OP_DTYPE = "op"
 
@@ -75,6 +80,11 @@ class OpSpec:
     in_place: Callable[[Any, Any], Any] | None = None
     #: shapes of the larger random samples when the suite's defaults do not fit the op (e.g. 4-D for conv2d)
     large_shapes: tuple[tuple[int, ...], ...] | None = None
+    #: ATen overloads whose calls the op's kernel computes, where a call's arguments are not the op's own (e.g.
+    #: ``aten._softmax.default`` for softmax, ``aten.convolution.default`` for conv2d): overload -> an
+    #: :data:`AtenCall` adapter. The op's own overload (``aten.<name>.*``) needs none when its arguments are
+    #: the op's. Used by the BackendBench export (:mod:`kevolve.conformance.export`).
+    aten: dict[str, AtenCall] | None = None
     #: OpInfo entries of this name that compute something else (e.g. ``max``'s ``binary`` variant, a pointwise
     #: maximum, beside its reductions): variant_test_name -> the entry to bind their samples with
     variants: dict[str, OpSpec] | None = None
@@ -102,6 +112,11 @@ class OpSpec:
                     value = attrs.get(arg.name, REQUIRED)
                     operands.append(Var(arg.name) if value is REQUIRED else None if value is None else const(value))
         return self.build(*operands, attrs)
+
+
+def same_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """An :data:`AtenCall` for an overload whose arguments are the op's own (e.g. ``aten._prelu_kernel``)."""
+    return args, kwargs, None
 
 
 def const(value: float) -> Const:

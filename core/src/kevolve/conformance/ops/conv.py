@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from kevolve.conformance.samples import Declined
-from kevolve.conformance.spec import Arg, OpSpec
+from kevolve.conformance.spec import Arg, AtenCall, OpSpec, same_call
 
 Prepare = Callable[[list[Any], dict[str, Any]], tuple[list[Any], dict[str, Any]]]
 Make = Callable[..., torch.Tensor]
@@ -218,18 +218,62 @@ def _pad_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], 
     return [x, _ints(before), torch.tensor([float(value)], dtype=torch.float64)], {"mode": attrs["mode"]}
 
 
+def _convolution_call(spatial: int, transposed: bool) -> AtenCall:
+    """``aten.convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`` as the
+    op's call, for inputs of its rank (batched) and its kind (transposed or not)."""
+
+    def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+        x, weight, bias, stride, padding, dilation, is_transposed, output_padding, groups = args
+        if bool(is_transposed) != transposed or x.dim() != spatial + 2:
+            raise Declined(f"a {'transposed ' if is_transposed else ''}convolution of a {x.dim()}-dim input")
+        if transposed:
+            return (x, weight, bias, stride, padding, output_padding, groups, dilation), {}, None
+        if any(output_padding):
+            raise Declined(f"output_padding={output_padding} without transposition")
+        return (x, weight, bias, stride, padding, dilation, groups), {}, None
+
+    return call
+
+
+def _max_pool_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.max_pool2d_with_indices(x, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)``: the
+    op's call returning the indices (an empty stride means the kernel size, as the op's None does)."""
+    x, kernel_size, stride, padding, dilation, ceil_mode = (*args, *([], 0, 1, False)[len(args) - 2:])
+    return (x, kernel_size, list(stride) or None, padding, dilation, ceil_mode, True), {}, None
+
+
+def _pad_call(mode: str) -> AtenCall:
+    """``aten.constant_pad_nd(x, pad, value=0)``, ``reflection_padNd(x, pad)``, ``replication_padNd(x, pad)``: the
+    op's ``pad(x, pad, mode, value)``."""
+
+    def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+        x, pad, *value = args
+        return (x, pad, mode, *(value if mode == "constant" else ())), {}, None
+
+    return call
+
+
+_PAD_OVERLOADS = {"aten.constant_pad_nd.default": _pad_call("constant"),
+                  **{f"aten.{kind}_pad{n}d.default": _pad_call(mode) for kind, mode in
+                     (("reflection", "reflect"), ("replication", "replicate")) for n in (1, 2, 3)}}
+
+
 def _pad_large(shape: tuple[int, ...], make: Make) -> tuple[tuple, dict]:
     return ((2, -3, 1, 4), "constant", -1.5), {}
 
 
 SPECS: list[OpSpec] = [
     OpSpec("nn.functional.conv1d", args=_conv_args(False), layout="conv", prepare=_conv_prepare(1),
-           large=_conv1d_large, large_shapes=((2, 6, 67), (3, 4, 129))),
+           large=_conv1d_large, large_shapes=((2, 6, 67), (3, 4, 129)),
+           aten={"aten.convolution.default": _convolution_call(1, False)}),
     OpSpec("nn.functional.conv2d", args=_conv_args(False), layout="conv", prepare=_conv_prepare(2),
-           large=_conv2d_large, large_shapes=((2, 6, 19, 23), (1, 4, 17, 33))),
+           large=_conv2d_large, large_shapes=((2, 6, 19, 23), (1, 4, 17, 33)),
+           aten={"aten.convolution.default": _convolution_call(2, False)}),
     OpSpec("nn.functional.conv_transpose2d", args=_conv_args(True), layout="conv", prepare=_conv_prepare(2),
-           large=_conv_transpose2d_large, large_shapes=((2, 4, 9, 11), (1, 6, 7, 5))),
+           large=_conv_transpose2d_large, large_shapes=((2, 4, 9, 11), (1, 6, 7, 5)),
+           aten={"aten.convolution.default": _convolution_call(2, True)}),
     OpSpec("nn.functional.max_pool2d", outputs=(1, 2), layout="pool", prepare=_max_pool_prepare,
+           aten={"aten.max_pool2d_with_indices.default": _max_pool_call},
            args=(Arg("kernel_size"), Arg("stride", None), Arg("padding", 0), Arg("dilation", 1),
                  Arg("ceil_mode", False), Arg("return_indices", False)),
            large=_max_pool_large, large_shapes=((2, 3, 37, 41), (1, 4, 20, 26))),
@@ -238,11 +282,12 @@ SPECS: list[OpSpec] = [
                  Arg("count_include_pad", True), Arg("divisor_override", None)),
            large=_avg_pool_large, large_shapes=((2, 3, 37, 41), (1, 4, 20, 26))),
     OpSpec("nn.functional.adaptive_avg_pool2d", args=(Arg("output_size"),), layout="adaptive_pool",
+           aten={"aten._adaptive_avg_pool2d.default": same_call},
            prepare=_adaptive_prepare, large=_adaptive_large, large_shapes=((2, 3, 37, 41), (5, 23, 17))),
     OpSpec("nn.functional.interpolate", args=_INTERPOLATE_ARGS, layout="resize", prepare=_resize_prepare,
            large=_interpolate_large, large_shapes=((2, 3, 17, 23), (1, 2, 5, 9, 7)),
            variants={"area": OpSpec("nn.functional.interpolate", args=_INTERPOLATE_ARGS, layout="adaptive_pool",
                                     prepare=_area_prepare)}),
     OpSpec("nn.functional.pad", args=(Arg("pad"), Arg("mode", "constant"), Arg("value", None)), layout="pad",
-           prepare=_pad_prepare, large=_pad_large),
+           prepare=_pad_prepare, large=_pad_large, aten=_PAD_OVERLOADS),
 ]

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from kevolve.conformance.samples import Declined
 from kevolve.conformance.spec import Arg, OpSpec
 
 #: index tensors: ATen takes int64 and int32 (an empty uint8 index is accepted by gather)
@@ -41,8 +42,6 @@ def _one_dim(t: torch.Tensor) -> torch.Tensor:
 
 def _index(t: torch.Tensor) -> torch.Tensor:
     """An index tensor in a dtype the kernel ABI carries: an empty uint8 index (no data) becomes an empty int64."""
-    from kevolve.conformance.samples import Declined
-
     if t.dtype == torch.uint8:
         if t.numel():
             raise Declined("a non-empty uint8 index")
@@ -159,8 +158,6 @@ def _index_add_large(shape: tuple[int, ...], make: Any) -> tuple[tuple, dict]:
 
 
 def _index_put_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    from kevolve.conformance.samples import Declined
-
     if not all(attrs["indices_present"]):
         raise Declined("None among the indices")
     x, *indices, values = tensors
@@ -196,6 +193,14 @@ def _renorm(attrs: dict[str, Any]) -> dict[str, Any]:
     return {"max_norm": None if max_norm is None else float(max_norm), "norm_type": float(attrs["norm_type"])}
 
 
+def _embedding_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)``: the op's
+    ``(weight, indices)`` (its OpInfo input is the weight) with a padding index of None for ATen's -1."""
+    weight, indices, padding_idx, scale_grad_by_freq, sparse = (*args, *(-1, False, False)[len(args) - 2:])
+    return (weight, indices), {"padding_idx": None if padding_idx == -1 else padding_idx,
+                               "scale_grad_by_freq": scale_grad_by_freq, "sparse": sparse}, None
+
+
 def _embedding_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     weight, indices = tensors
     flat = indices.reshape(-1)
@@ -205,8 +210,6 @@ def _embedding_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[
 
 
 def _embedding_bag_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    from kevolve.conformance.samples import Declined
-
     weight, indices, *rest = tensors
     has_offsets = "offsets" not in attrs
     has_weights = "per_sample_weights" not in attrs
@@ -311,6 +314,7 @@ SPECS: list[OpSpec] = [
            args=(Arg("indices", tensor=True, dtypes=_INDEX_DTYPES), Arg("padding_idx", None), *_RENORM,
                  Arg("sparse", False)),
            layout="embedding_bag", prepare=_embedding_prepare, large=_embedding_large,
+           aten={"aten.embedding.default": _embedding_call},
            large_shapes=((514, 1031), (97, 129))),
     OpSpec("nn.functional.embedding_bag",
            args=(Arg("indices", tensor=True, dtypes=_INDEX_DTYPES),

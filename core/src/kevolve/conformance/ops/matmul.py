@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from kevolve.conformance.spec import Arg, OpSpec
+from kevolve.conformance.samples import Declined
+from kevolve.conformance.spec import Arg, OpSpec, same_call
 
 _Prepared = tuple[list[Any], dict[str, Any]]
 #: the seed OpInfo's ``wrapper_set_seed`` gives the default generator before calling attention: dropout's
@@ -29,8 +30,6 @@ OPINFO_SEED = 42
 
 
 def _declined(why: str) -> Exception:
-    from kevolve.conformance.samples import Declined
-
     return Declined(why)
 
 
@@ -203,7 +202,8 @@ SPECS: list[OpSpec] = [
            large=_large_addmm, large_shapes=((514, 67), (33, 70))),
     OpSpec("baddbmm", args=(_tensor("batch1"), _tensor("batch2"), *_BETA_ALPHA), layout="gemm",
            prepare=_prep_addmm, large=_large_addmm, large_shapes=((6, 514, 37), (3, 33, 17))),
-    OpSpec("matmul", args=(_tensor("other"),), layout="gemm", prepare=_prep_matmul, large=_large_right(17)),
+    OpSpec("matmul", args=(_tensor("other"),), layout="gemm", prepare=_prep_matmul, large=_large_right(17),
+           aten={"aten.dot.default": same_call}),
     OpSpec("mv", args=(_tensor("vec"),), layout="gemm", prepare=_prep_mv, large=_large_right(0),
            large_shapes=_LARGE_MM),
     OpSpec("addmv", args=(_tensor("mat"), _tensor("vec"), *_BETA_ALPHA), layout="gemm", prepare=_prep_addmv,

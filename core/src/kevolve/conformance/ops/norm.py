@@ -16,7 +16,8 @@ from typing import Any
 
 import torch
 
-from kevolve.conformance.spec import REQUIRED, Arg, OpSpec
+from kevolve.conformance.samples import Declined
+from kevolve.conformance.spec import REQUIRED, Arg, AtenCall, OpSpec
 
 Prepared = tuple[list[Any], dict[str, Any]]
 
@@ -25,8 +26,6 @@ REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 
 def _declined(why: str) -> Exception:
-    from kevolve.conformance.samples import Declined
-
     return Declined(why)
 
 
@@ -80,9 +79,30 @@ def _along_prepare(tensors: list[Any], attrs: dict[str, Any]) -> Prepared:
     return [x, _geometry(*_lane(tuple(x.shape), dim))], attrs
 
 
+def _softmax_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten._softmax`` / ``_log_softmax(x, dim, half_to_float)``: the op's ``(x, dim)``; a half-precision input
+    computed into float (``half_to_float``) is another kernel."""
+    x, dim, half_to_float = args
+    if half_to_float:
+        raise Declined("half_to_float=True")
+    return (x, dim), {}, None
+
+
+def _batch_norm_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
+    """``aten.native_batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)`` in eval
+    mode: the op's ``(x, running_mean, running_var, weight, bias, False, momentum, eps)``, whose kernel writes
+    the first output (the statistics outputs are empty in eval mode; in training they are the batch's)."""
+    x, weight, bias, mean, var, training, momentum, eps = args
+    if training:
+        raise Declined("training=True (its batch statistics are outputs too)")
+    return (x, mean, var, weight, bias, False, momentum, eps), {}, 1
+
+
 def _softmax(name: str, stacklevel: bool = False) -> OpSpec:
     args = (Arg("dim", None), *((Arg("_stacklevel", 3),) if stacklevel else ()), Arg("dtype", None))
-    return OpSpec(name, layout="softmax", args=args, prepare=_along_prepare, large=lambda shape, make: ((1,), {}))
+    aten = None if stacklevel else {f"aten._{name}.default": _softmax_call}
+    return OpSpec(name, layout="softmax", args=args, prepare=_along_prepare, large=lambda shape, make: ((1,), {}),
+                  aten=aten)
 
 
 def _normalize_large(shape: tuple[int, ...], make: Any) -> tuple[tuple, dict]:
@@ -187,6 +207,20 @@ def _legacy(attrs: dict[str, Any]) -> int:
     return REDUCTIONS[reduction]
 
 
+def _loss_call(names: tuple[str, ...]) -> AtenCall:
+    """``aten.<loss>(x, target, *names)``, its reduction an enum (:data:`REDUCTIONS`' codes): the op's
+    ``(x, target)`` with the rest as keywords, the reduction by name."""
+
+    def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+        x, target, *rest = args
+        given = {**dict(zip(names, rest)), **kwargs}
+        if "reduction" in given:
+            given["reduction"] = {code: name for name, code in REDUCTIONS.items()}[given["reduction"]]
+        return (x, target), given, None
+
+    return call
+
+
 def _loss_prepare(optional: tuple[str, ...]) -> Any:
     """Every operand viewed at the common rank (leading size-1 dims; the kernel broadcasts them), the optional
     tensors ``optional`` flagged in attrs, the reduction a code in the geometry tensor."""
@@ -259,16 +293,19 @@ SPECS: list[OpSpec] = [
            args=(Arg("num_groups"), Arg("weight", None, **_TENSOR_OR_NONE), Arg("bias", None, **_TENSOR_OR_NONE),
                  Arg("eps", 1e-5))),
     OpSpec("nn.functional.batch_norm", layout="norm", prepare=_batch_norm_prepare, large=_norm_large("batch"),
+           aten={"aten.native_batch_norm.default": _batch_norm_call},
            args=(Arg("running_mean", REQUIRED, **_TENSOR_OR_NONE), Arg("running_var", REQUIRED, **_TENSOR_OR_NONE),
                  Arg("weight", None, **_TENSOR_OR_NONE), Arg("bias", None, **_TENSOR_OR_NONE),
                  Arg("training", False), Arg("momentum", 0.1), Arg("eps", 1e-5))),
     OpSpec("nn.functional.mse_loss", layout="loss", prepare=_loss_prepare(("weight",)), large=_loss_large(""),
+           aten={"aten.mse_loss.default": _loss_call(("reduction",))},
            args=(Arg("target", tensor=True), *_REDUCTION_ARGS, Arg("weight", None, **_TENSOR_OR_NONE))),
     OpSpec("nn.functional.smooth_l1_loss", layout="loss", prepare=_loss_prepare(()), large=_loss_large("beta"),
+           aten={"aten.smooth_l1_loss.default": _loss_call(("reduction", "beta"))},
            args=(Arg("target", tensor=True), *_REDUCTION_ARGS, Arg("beta", 1.0))),
     OpSpec("nn.functional.binary_cross_entropy_with_logits", layout="loss",
-           prepare=_loss_prepare(("weight", "pos_weight")),
-           large=_loss_large("bce"),
+           prepare=_loss_prepare(("weight", "pos_weight")), large=_loss_large("bce"),
+           aten={"aten.binary_cross_entropy_with_logits.default": _loss_call(("weight", "pos_weight", "reduction"))},
            args=(Arg("target", tensor=True), Arg("weight", None, **_TENSOR_OR_NONE), *_REDUCTION_ARGS,
                  Arg("pos_weight", None, **_TENSOR_OR_NONE))),
     OpSpec("nn.functional.cross_entropy", layout="cross_entropy", prepare=_cross_entropy_prepare,

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from kevolve.conformance.samples import Declined
 from kevolve.conformance.spec import OP_DTYPE, REQUIRED, Arg, OpSpec
 from kevolve.conformance.spec import const as _c
 from kevolve.synthesis import expr as E
@@ -23,8 +24,7 @@ from kevolve.synthesis.expr import Const, Expr
 
 
 def _unary(name: str, fn: Callable[[Expr], Expr]) -> OpSpec:
-    return OpSpec(name, lambda x, a: fn(x))
-
+    return OpSpec(name, lambda x, a: fn(x), aten=_UNARY_ATEN.get(name))
 
 
 FLT_MAX = 3.4028234663852886e38
@@ -84,14 +84,69 @@ def _hardtanh(x: Expr, lo: float, hi: float) -> Expr:  # clamp: NaN stays NaN
 
 
 def _prelu_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    from kevolve.conformance.samples import Declined
-
     x, w = tensors
     if w.numel() == 1:
         return [x, w.reshape([1] * x.dim())], attrs
     if x.dim() < 2 or w.dim() != 1 or w.numel() != x.shape[1]:
         raise Declined(f"weight of {w.numel()} elements for an input of shape {tuple(x.shape)}")
     return [x, w.reshape([1, w.numel()] + [1] * (x.dim() - 2))], attrs
+
+
+def _relu6_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.hardtanh(x, 0, 6)``, as ``relu6`` dispatches it: the op's ``(x,)``."""
+    x, low, high = (*args, *(-1.0, 1.0)[len(args) - 1:])
+    if (low, high) != (0, 6):
+        raise Declined(f"hardtanh between {low} and {high}, not relu6's 0 and 6")
+    return (x,), {}, None
+
+
+#: SELU's constants (torch.nn.functional.selu)
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
+
+def _selu_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.elu(x, alpha, scale, input_scale)`` with SELU's constants, as ``selu`` dispatches it: ``(x,)``."""
+    x, alpha, scale, input_scale = (*args, *(1.0, 1.0, 1.0)[len(args) - 1:])
+    if (alpha, scale, input_scale) != (*_SELU, 1):
+        raise Declined(f"elu with alpha={alpha}, scale={scale}, input_scale={input_scale}, not SELU's constants")
+    return (x,), {}, None
+
+
+def _square_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.pow(x, 2)``, as ``square`` dispatches it: ``(x,)``."""
+    x, exponent = args
+    if exponent != 2:
+        raise Declined(f"exponent {exponent}, not square's 2")
+    return (x,), {}, None
+
+
+def _prelu_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten._prelu_kernel(x, weight)``, whose weight prelu has already viewed as (C, 1, ...) to broadcast: the
+    op's ``(x, weight)`` with the weight flat again."""
+    x, weight = args
+    return (x, weight.reshape(-1)), {}, None
+
+
+def _where_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.where.self(condition, x, other)``: the OpInfo op's ``(x, condition, other)``."""
+    condition, x, other = args
+    return (x, condition, other), {}, None
+
+
+def _clamp_min_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.clamp_min(x, min)``: the op's ``clamp(x, min=min)``."""
+    x, low = args
+    return (x,), {"min": low}, None
+
+
+def _clamp_max_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten.clamp_max(x, max)``: the op's ``clamp(x, max=max)``."""
+    x, high = args
+    return (x,), {"max": high}, None
+
+
+#: the unary ops whose ATen call is another op's
+_UNARY_ATEN = {"square": {"aten.pow.Tensor_Scalar": _square_call}}
 
 
 def _prelu_large(shape: tuple[int, ...], make: Any) -> tuple[tuple, dict]:
@@ -126,7 +181,8 @@ SPECS: list[OpSpec] = [
     OpSpec("bitwise_not", lambda x, a: E.bitwise_not(x)),
     # activations (torch.nn.functional)
     OpSpec("nn.functional.relu", lambda x, a: E.maximum(x, 0.0), (_INPLACE,)),
-    OpSpec("nn.functional.relu6", lambda x, a: _hardtanh(x, 0.0, 6.0), (_INPLACE,)),
+    OpSpec("nn.functional.relu6", lambda x, a: _hardtanh(x, 0.0, 6.0), (_INPLACE,),
+           aten={"aten.hardtanh.default": _relu6_call}),
     OpSpec("nn.functional.gelu", _gelu, (Arg("approximate", "none", accepted=("none", "tanh")),)),
     OpSpec("nn.functional.silu", lambda x, a: x / (1.0 + E.exp(-x)), (_INPLACE,)),
     OpSpec("nn.functional.mish", lambda x, a: x * E.tanh(E.log1p(E.exp(x))), (_INPLACE,)),
@@ -135,9 +191,7 @@ SPECS: list[OpSpec] = [
                                 E.log1p(E.exp(x * _c(a["beta"]))) / _c(a["beta"])),
            (Arg("beta", 1.0), Arg("threshold", 20.0))),
     OpSpec("nn.functional.elu", lambda x, a: _elu(x, a["alpha"]), (Arg("alpha", 1.0), _INPLACE)),
-    OpSpec("nn.functional.selu",
-           lambda x, a: _elu(x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946),
-           (_INPLACE,)),
+    OpSpec("nn.functional.selu", lambda x, a: _elu(x, *_SELU), (_INPLACE,), aten={"aten.elu.default": _selu_call}),
     OpSpec("nn.functional.celu", lambda x, a: _elu(x, a["alpha"], 1.0, 1.0 / a["alpha"]),
            (Arg("alpha", 1.0), _INPLACE)),
     OpSpec("nn.functional.leaky_relu", lambda x, a: E.where(E.gt(x, 0.0), x, x * _c(a["negative_slope"])),
@@ -159,7 +213,8 @@ SPECS: list[OpSpec] = [
     OpSpec("nn.functional.threshold", lambda x, a: E.where(E.le(x, _c(a["threshold"])), _c(a["value"]), x),
            (Arg("threshold"), Arg("value"), _INPLACE), large=lambda shape, make: ((0.25, -3.0), {})),
     OpSpec("nn.functional.prelu", lambda x, w, a: E.where(E.gt(x, 0.0), x, w * x), (Arg("weight", tensor=True),),
-           layout="broadcast", prepare=_prelu_prepare, large=_prelu_large),
+           layout="broadcast", prepare=_prelu_prepare, large=_prelu_large,
+           aten={"aten._prelu_kernel.default": _prelu_call}),
     OpSpec("nn.functional.glu", lambda a_, b_, a: a_ * (1.0 / (1.0 + E.exp(-b_))), (Arg("dim", -1),),
            layout="halves", large=_glu_large),
 ]
@@ -288,9 +343,11 @@ SPECS += [
            large=_large_ternary),
     OpSpec("where", lambda x, c, y, a: E.where(E.ne(c, 0.0), x, y),
            (Arg("condition", tensor=True, dtypes=_BOOL), _other()), layout="broadcast",
-           large=lambda shape, make: ((make(shape, torch.bool), make(shape[1:])), {})),
+           large=lambda shape, make: ((make(shape, torch.bool), make(shape[1:])), {}),
+           aten={"aten.where.self": _where_call}),
     OpSpec("clamp", _clamp, (_other("min", None, dtypes=(OP_DTYPE, "int64", "int32")),
                              _other("max", None, dtypes=(OP_DTYPE, "int64", "int32"))),
+           aten={"aten.clamp_min.default": _clamp_min_call, "aten.clamp_max.default": _clamp_max_call},
            layout="broadcast", large=lambda shape, make: ((make(shape[1:]), make(shape[1:]) + 1.0), {})),
     OpSpec("masked_fill", lambda x, m, v, a: E.where(E.ne(m, 0.0), v, x),
            (Arg("mask", tensor=True, dtypes=_BOOL), _other("value")), layout="broadcast",

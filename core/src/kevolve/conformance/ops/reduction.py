@@ -108,6 +108,16 @@ def _correction(attrs: dict[str, Any]) -> dict[str, Any]:
     return {"correction": 0.0 if attrs.get("unbiased") is False else 1.0}
 
 
+def _with_indices(attrs: dict[str, Any]) -> dict[str, Any]:
+    """max/min: a reduction along a dim also returns the indices."""
+    return {"indices": attrs.get("dim") is not None}
+
+
+def _norm_order(attrs: dict[str, Any]) -> dict[str, Any]:
+    """vector_norm: the order as a float in the key (2 and 2.0 are one kernel)."""
+    return {"ord": float(attrs["ord"])}
+
+
 def _large_dim(shape: tuple[int, ...], make: Any) -> tuple[tuple, dict]:
     """Larger samples reduce (or scan) a middle dimension: the planted specials land in several rows, and the
     2-D shape's reduced dimension is not the contiguous one (a permuted copy on the host)."""
@@ -129,7 +139,7 @@ def _extremum(name: str, pick: Callable[..., Any]) -> OpSpec:
     """max/min: the reductions (values and, with ``dim``, indices) and the binary variant (NaN-propagating
     elementwise maximum/minimum, the pointwise recipe's broadcast layout)."""
     binary = OpSpec(name, lambda x, y, a: pick(x, y), (Arg("other", tensor=True),), layout="broadcast")
-    return _reduction(name, _DIM, _KEEPDIM, extra=lambda a: {"indices": a.get("dim") is not None},
+    return _reduction(name, _DIM, _KEEPDIM, extra=_with_indices,
                       outputs=(1, 2), variants={"binary": binary})
 
 
@@ -154,8 +164,7 @@ SPECS: list[OpSpec] = [
     _moment("std"),
     _moment("var"),
     _reduction("logsumexp", Arg("dim"), _KEEPDIM),
-    _reduction("linalg.vector_norm", Arg("ord", 2), _DIM, _KEEPDIM, _DTYPE,
-               extra=lambda a: {"ord": float(a["ord"])}),
+    _reduction("linalg.vector_norm", Arg("ord", 2), _DIM, _KEEPDIM, _DTYPE, extra=_norm_order),
     _reduction("all", _DIM, _KEEPDIM, empty_means_all=False),
     _reduction("any", _DIM, _KEEPDIM, empty_means_all=False),
     _reduction("count_nonzero", _DIM),
