@@ -103,8 +103,15 @@ def _own(op: str, func: str) -> bool:
     return func.split(".")[1] == op.removeprefix("nn.functional.").replace(".", "_")
 
 
+def _spec_for(op: str, func: str) -> Any:
+    """The table entry that binds the op's calls of ``func``: a variant's where it maps ``func`` (interpolate's
+    ``area`` for ``_adaptive_avg_pool3d``), else the op's."""
+    spec = OPS[op]
+    return next((v for v in (spec.variants or {}).values() if func in (v.aten or {})), spec)
+
+
 def _serves(op: str, func: str) -> bool:
-    return _own(op, func) or func in (OPS[op].aten or {})
+    return _own(op, func) or func in (_spec_for(op, func).aten or {})
 
 
 def _portable_args(spec: Any) -> tuple[list[dict[str, Any]] | None, str]:
@@ -156,7 +163,7 @@ def _write_file(folder: Path, name: str, func: str, target: str, bound: list[_Bo
             registered.backend.write_standalone(registered.spec, source, b.language, package)
             kernels[key] = package.name
             folders.append(package.name)
-        spec = OPS[b.op]
+        spec = _spec_for(b.op, func)
         adapter = (spec.aten or {}).get(func)
         code = ("from __future__ import annotations\n\n" + _binding_source(spec)
                 + (bundle.source_of(adapter, "ADAPT") if adapter else "ADAPT = None\n"))
@@ -186,7 +193,7 @@ class _Bound:
     def binding(self, func: str) -> dict:
         """The binding as :func:`kevolve.conformance.portable.prepared_call` takes it, with kevolve's own
         functions (no file)."""
-        spec = OPS[self.op]
+        spec = _spec_for(self.op, func)
         return {"op": self.op, "layout": spec.layout, "list_input": spec.list_input, "args": self.args,
                 "kernels": self.kernels, "prepare": spec.prepare, "adapt": (spec.aten or {}).get(func)}
 
@@ -200,8 +207,9 @@ def _taker(call: Call, bound: list[_Bound]) -> tuple[_Bound, str, sm.Case] | Non
                                                                      _copied(call.args), _copied(call.kwargs))
         except (NotImplementedError, sm.Declined):
             continue
-        case = sm.Case("export", inputs, outputs[:written], attrs, spec=OPS[b.op])
-        return b, portable.kernel_key(inputs, attrs, OPS[b.op].layout), case
+        spec = _spec_for(b.op, call.func)
+        case = sm.Case("export", inputs, outputs[:written], attrs, spec=spec)
+        return b, portable.kernel_key(inputs, attrs, spec.layout), case
     return None
 
 
@@ -267,8 +275,10 @@ def _unfit(op: str, result: Any) -> str:
         return why
     try:
         _binding_source(OPS[op])
-        for adapter in (OPS[op].aten or {}).values():
-            bundle.source_of(adapter, "ADAPT")
+        for spec in (OPS[op], *(OPS[op].variants or {}).values()):
+            _binding_source(spec)
+            for adapter in (spec.aten or {}).values():
+                bundle.source_of(adapter, "ADAPT")
     except bundle.Unbundleable as exc:
         return f"its host-side steps cannot be written without kevolve: {exc}"
     return ""

@@ -198,6 +198,38 @@ def _interpolate_large(shape: tuple[int, ...], make: Make) -> tuple[tuple, dict]
     return ((7, 4, 11),), {"mode": "nearest"}
 
 
+def _upsample_call(mode: str, aligned: bool) -> AtenCall:
+    """``aten.upsample_<mode>Nd(x, output_size, [align_corners,] *scales)``: the op's ``interpolate(x, size,
+    scale_factor, mode, align_corners)``, the scales given only when ATen has every one of them (PyTorch
+    computes the coordinates from them then, from the sizes otherwise)."""
+
+    def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+        x, size, *rest = args
+        align = rest.pop(0) if aligned else None
+        scales = [*rest, *kwargs.values()]
+        given = list(scales) if scales and all(s is not None for s in scales) else None
+        return (x,), {"size": list(size), "scale_factor": given, "mode": mode, "align_corners": align}, None
+
+    return call
+
+
+_UPSAMPLE_OVERLOADS = {
+    **{f"aten.upsample_nearest{n}d.default": _upsample_call("nearest", False) for n in (1, 2, 3)},
+    **{f"aten._upsample_nearest_exact{n}d.default": _upsample_call("nearest-exact", False) for n in (1, 2, 3)},
+    "aten.upsample_linear1d.default": _upsample_call("linear", True),
+    "aten.upsample_bilinear2d.default": _upsample_call("bilinear", True),
+    "aten.upsample_bicubic2d.default": _upsample_call("bicubic", True),
+    "aten.upsample_trilinear3d.default": _upsample_call("trilinear", True),
+}
+
+def _area_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
+    """``aten._adaptive_avg_poolNd(x, output_size)``, as ``interpolate(mode="area")`` dispatches it."""
+    x, size = args
+    return (x,), {"size": list(size), "mode": "area"}, None
+
+
+_AREA_OVERLOADS = {f"aten._adaptive_avg_pool{n}d.default": _area_call for n in (2, 3)}
+
 _INTERPOLATE_ARGS = (Arg("size", None), Arg("scale_factor", None), Arg("mode", "nearest"), Arg("align_corners", None),
                      Arg("recompute_scale_factor", None), Arg("antialias", False, accepted=(False,)))
 
@@ -285,9 +317,9 @@ SPECS: list[OpSpec] = [
            aten={"aten._adaptive_avg_pool2d.default": same_call},
            prepare=_adaptive_prepare, large=_adaptive_large, large_shapes=((2, 3, 37, 41), (5, 23, 17))),
     OpSpec("nn.functional.interpolate", args=_INTERPOLATE_ARGS, layout="resize", prepare=_resize_prepare,
-           large=_interpolate_large, large_shapes=((2, 3, 17, 23), (1, 2, 5, 9, 7)),
+           large=_interpolate_large, large_shapes=((2, 3, 17, 23), (1, 2, 5, 9, 7)), aten=_UPSAMPLE_OVERLOADS,
            variants={"area": OpSpec("nn.functional.interpolate", args=_INTERPOLATE_ARGS, layout="adaptive_pool",
-                                    prepare=_area_prepare)}),
+                                    prepare=_area_prepare, aten=_AREA_OVERLOADS)}),
     OpSpec("nn.functional.pad", args=(Arg("pad"), Arg("mode", "constant"), Arg("value", None)), layout="pad",
            prepare=_pad_prepare, large=_pad_large, aten=_PAD_OVERLOADS),
 ]
