@@ -14,7 +14,9 @@ An overload is served by the operators whose kernels compute its calls: the oper
 whose table maps the overload onto their own call (:attr:`~kevolve.conformance.spec.OpSpec.aten`, e.g. softmax
 for ``aten._softmax``, relu6 for ``aten.hardtanh(x, 0, 6)``); the file tries them in that order. Only what is
 verified is written: every ATen call an operator's OpInfo samples made to an overload it serves is replayed
-through the file and must match PyTorch's answer to that call. An operator is covered when every computing ATen
+through the file and must match PyTorch's answer to that call. Calls to the overload from the samples of every
+other OpInfo op (``torch.norm``'s to ``linalg_vector_norm``: BackendBench tests an overload on all of them) get
+kernels for their constants too, each judged by the replay of those calls. An operator is covered when every computing ATen
 call of its samples (views, copies and allocations aside, and calls in another floating-point dtype than the
 one it was judged in, after a ``dtype=`` conversion) is answered right by the export, through its own
 kernel or another's (``outer`` by ``mul``'s); :attr:`Export.uncovered` says why the others are not.
@@ -40,7 +42,8 @@ from kevolve.conformance.table import OPS
 
 #: ATen calls that move, view or allocate memory: no operator's kernel, and left to PyTorch by an export
 DATA_MOVEMENT = {"aten.view.default", "aten.detach.default", "aten.alias.default", "aten._reshape_alias.default",
-                 "aten.expand.default", "aten.reshape.default", "aten._unsafe_view.default", "aten.unsqueeze.default", "aten.squeeze.dim",
+                 "aten.expand.default", "aten.reshape.default", "aten._unsafe_view.default",
+                 "aten.unsqueeze.default", "aten.squeeze.dim",
                  "aten.squeeze_.dim", "aten.squeeze.dims", "aten.t.default", "aten.transpose.int",
                  "aten.permute.default", "aten.slice.Tensor", "aten.select.int", "aten.as_strided.default",
                  "aten._to_copy.default", "aten.clone.default", "aten.copy_.default", "aten.empty.memory_format",
@@ -305,6 +308,28 @@ def _floats_in(value: Any, dtype: torch.dtype) -> bool:
     return True
 
 
+def _others_calls(db: list[Any], judged: set[str], funcs: set[str]) -> list[Call]:
+    """The float32 calls to ``funcs`` made by the OpInfo samples of every op not among ``judged`` (e.g.
+    ``torch.norm``'s to ``linalg_vector_norm``, ``adaptive_avg_pool3d``'s): BackendBench's own suite tests an
+    overload on every OpInfo op that dispatches it, so the export judges (and builds kernels for) them too."""
+    made: list[Call] = []
+    for entry in db:
+        if entry.name in judged or torch.float32 not in entry.supported_dtypes("cpu"):
+            continue
+        torch.manual_seed(sm.SEED)
+        try:
+            samples = list(entry.sample_inputs("cpu", torch.float32))
+        except Exception:  # noqa: BLE001, S112 - an OpInfo entry that draws no samples on this build
+            continue
+        for sample in samples:
+            try:
+                calls = _aten_calls(entry, sample)
+            except Exception:  # noqa: BLE001, S112 - a sample PyTorch itself rejects (error inputs)
+                continue
+            made += [c for c in calls if c.func in funcs and _floats_in(c.args, torch.float32)]
+    return made
+
+
 def export_backendbench(directory: str | Path, target: str = "cpu", *, store: str | Path | None = None,
                         ops: list[str] | None = None) -> Export:
     """Write, for every ATen overload that passing conformance kernels of ``target`` serve, a verified file (and
@@ -332,12 +357,14 @@ def export_backendbench(directory: str | Path, target: str = "cpu", *, store: st
                for func in dict.fromkeys(c.func for made in calls.values() for c in made)}
     impls: dict[str, Callable[..., Any]] = {}
     refused: dict[str, str] = {}
+    served = {func for func, ops_here in serving.items() if ops_here}
+    others = _others_calls(db, set(results), served) if not ops else []
     for func, ops_here in sorted(serving.items()):
         if not ops_here:
             continue
         ops_here.sort(key=lambda o: (not _own(o, func), o))
         bound = [_Bound(o, results[o].language, _portable_args(OPS[o])[0], dict(results[o].kernels)) for o in ops_here]
-        everyone = [c for made in calls.values() for c in made if c.func == func]
+        everyone = [c for made in [*calls.values(), others] for c in made if c.func == func]
         _generate(everyone, bound, registered)
         impl = _written(root, func, target, bound, calls, everyone, refused)
         if impl is not None:

@@ -116,6 +116,28 @@ def kernel_key(inputs: list, attrs: dict, layout: str) -> str:
     return json.dumps({"attrs": attrs, "dtypes": dtypes, "layout": layout}, sort_keys=True, default=str)
 
 
+def overload_of(aten: str):
+    """The ATen overload named ``aten.<packet>.<overload>``."""
+    _, packet, overload = aten.split(".")
+    return getattr(getattr(torch.ops.aten, packet), overload)
+
+
+def positional(aten: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The call's arguments in the overload's schema order (keywords given for positional parameters moved into
+    place, the defaults before them filled in): what the ops' ATen adapters unpack."""
+    params = [a for a in overload_of(aten)._schema.arguments if not a.kwarg_only]
+    args, kwargs = list(args), dict(kwargs)
+    last = max((i for i, a in enumerate(params) if a.name in kwargs), default=-1)
+    for param in params[len(args):last + 1]:
+        if param.name in kwargs:
+            args.append(kwargs.pop(param.name))
+        elif param.has_default_value():
+            args.append(param.default_value)
+        else:
+            raise NotImplementedError(f"{aten}: no {param.name} given")
+    return tuple(args), kwargs
+
+
 def output_like(aten: str, args: tuple, kwargs: dict) -> list:
     """Empty outputs shaped as the ATen overload returns them (its run on meta tensors computes nothing)."""
     def meta(value):
@@ -125,8 +147,7 @@ def output_like(aten: str, args: tuple, kwargs: dict) -> list:
             return type(value)(meta(v) for v in value)
         return value
 
-    _, packet, overload = aten.split(".")
-    shapes = getattr(getattr(torch.ops.aten, packet), overload)(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+    shapes = overload_of(aten)(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
     outs = list(shapes) if isinstance(shapes, (tuple, list)) else [shapes]
     device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
     return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
@@ -175,7 +196,7 @@ def prepared_call(binding: dict, aten: str, call_args: tuple, kwargs: dict) -> t
     written = None
     if binding["adapt"] is not None:
         try:
-            call_args, kwargs, written = binding["adapt"](tuple(call_args), dict(kwargs))
+            call_args, kwargs, written = binding["adapt"](*positional(aten, call_args, kwargs))
         except (TypeError, ValueError) as exc:  # not the call the adapter was written for
             raise NotImplementedError(f"{op}: {exc}") from exc
     if not call_args:
