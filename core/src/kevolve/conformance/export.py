@@ -29,6 +29,7 @@ import importlib.util
 import inspect
 import json
 import shutil
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,8 +82,9 @@ def _copied(value: Any) -> Any:
     return value
 
 
-def _aten_calls(entry: Any, sample: Any) -> list[Call]:
-    """The computing ATen calls of one sample, each with copies of its arguments and answer."""
+def _aten_calls(entry: Any, sample: Any, funcs: set[str] | None = None) -> list[Call]:
+    """The computing ATen calls of one sample (to ``funcs`` only, where given), each with copies of its arguments
+    and answer."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     calls: list[Call] = []
@@ -90,7 +92,8 @@ def _aten_calls(entry: Any, sample: Any) -> list[Call]:
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name, kwargs = str(func), dict(kwargs or {})
-            before = None if name in DATA_MOVEMENT else (_copied(args), _copied(kwargs))
+            kept = name not in DATA_MOVEMENT and (funcs is None or name in funcs)
+            before = (_copied(args), _copied(kwargs)) if kept else None
             out = func(*args, **kwargs)
             if before is not None:
                 calls.append(Call(name, *before, _copied(out)))
@@ -102,8 +105,9 @@ def _aten_calls(entry: Any, sample: Any) -> list[Call]:
 
 
 def _own(op: str, func: str) -> bool:
-    """Whether ``func`` (``aten.<packet>.<overload>``) is the op's own ATen operator."""
-    return func.split(".")[1] == op.removeprefix("nn.functional.").replace(".", "_")
+    """Whether ``func`` (``aten.<packet>.<overload>``) is the op's own ATen operator, or its in-place form."""
+    base = op.removeprefix("nn.functional.").replace(".", "_")
+    return func.split(".")[1] in (base, base + "_")
 
 
 def _spec_for(op: str, func: str) -> Any:
@@ -147,8 +151,13 @@ _HEADER = """# kevolve conformance kernels for {aten}, target {target} ({languag
 
 _BINDING = """
 BINDING_{i} = dict(op={op!r}, layout={layout!r}, list_input={list_input!r}, args={args!r}, kernels={kernels},
-                 code={code!r})
+                 code={code})
 """
+
+
+def _literal(code: str) -> str:
+    """``code`` as a Python string literal that reads as the code (a raw triple-quoted string where it can be)."""
+    return f"r'''\n{code}'''" if "'''" not in code else repr(code)
 
 
 def _write_file(folder: Path, name: str, func: str, target: str, bound: list[_Bound]) -> Path:
@@ -172,7 +181,7 @@ def _write_file(folder: Path, name: str, func: str, target: str, bound: list[_Bo
                 + (bundle.source_of(adapter, "ADAPT") if adapter else "ADAPT = None\n"))
         table = "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in kernels.items()) + "}"
         blocks.append(_BINDING.format(i=i, op=b.op, layout=spec.layout, list_input=spec.list_input, args=b.args,
-                                      kernels=table, code=code))
+                                      kernels=table, code=_literal(code)))
     header = _HEADER.format(aten=func, target=target, language=bound[0].language,
                             ops=", ".join(b.op for b in bound), folders=", ".join(folders))
     bindings = ", ".join(f"BINDING_{i}" for i in range(len(bound)))
@@ -208,7 +217,7 @@ def _taker(call: Call, bound: list[_Bound]) -> tuple[_Bound, str, sm.Case] | Non
         try:
             inputs, attrs, outputs, written = portable.prepared_call(b.binding(call.func), call.func,
                                                                      _copied(call.args), _copied(call.kwargs))
-        except (NotImplementedError, sm.Declined):
+        except NotImplementedError:  # sm.Declined included
             continue
         spec = _spec_for(b.op, call.func)
         case = sm.Case("export", inputs, outputs[:written], attrs, spec=spec)
@@ -292,10 +301,12 @@ def _calls_of(op: str, result: Any, db: list[Any]) -> list[Call]:
     on floating-point tensors of another dtype (after a ``dtype=`` conversion) are not the kernel's."""
     dtype = getattr(torch, result.dtype.split("+")[0])
     made: list[Call] = []
-    for entry in (e for e in db if e.name == op and _entry_ok(e, result)):
-        torch.manual_seed(sm.SEED)
-        for sample in entry.sample_inputs("cpu", dtype):
-            made += [c for c in _aten_calls(entry, sample) if _floats_in(c.args, dtype)]
+    with warnings.catch_warnings():  # OpInfo's samples run deprecated ops; their warnings are not the export's
+        warnings.simplefilter("ignore")
+        for entry in (e for e in db if e.name == op and _entry_ok(e, result)):
+            torch.manual_seed(sm.SEED)
+            for sample in entry.sample_inputs("cpu", dtype):
+                made += [c for c in _aten_calls(entry, sample) if _floats_in(c.args, dtype)]
     return made
 
 
@@ -313,20 +324,29 @@ def _others_calls(db: list[Any], judged: set[str], funcs: set[str]) -> list[Call
     ``torch.norm``'s to ``linalg_vector_norm``, ``adaptive_avg_pool3d``'s): BackendBench's own suite tests an
     overload on every OpInfo op that dispatches it, so the export judges (and builds kernels for) them too."""
     made: list[Call] = []
-    for entry in db:
-        if entry.name in judged or torch.float32 not in entry.supported_dtypes("cpu"):
-            continue
-        torch.manual_seed(sm.SEED)
+    with warnings.catch_warnings():  # OpInfo's samples run deprecated ops; their warnings are not the export's
+        warnings.simplefilter("ignore")
+        for entry in db:
+            made += _entry_calls(entry, judged, funcs)
+    return made
+
+
+def _entry_calls(entry: Any, judged: set[str], funcs: set[str]) -> list[Call]:
+    """:func:`_others_calls` of one OpInfo entry."""
+    if entry.name in judged or torch.float32 not in entry.supported_dtypes("cpu"):
+        return []
+    torch.manual_seed(sm.SEED)
+    try:
+        samples = list(entry.sample_inputs("cpu", torch.float32))
+    except Exception:  # noqa: BLE001 - an OpInfo entry that draws no samples on this build
+        return []
+    made: list[Call] = []
+    for sample in samples:
         try:
-            samples = list(entry.sample_inputs("cpu", torch.float32))
-        except Exception:  # noqa: BLE001, S112 - an OpInfo entry that draws no samples on this build
+            calls = _aten_calls(entry, sample, funcs)
+        except Exception:  # noqa: BLE001, S112 - a sample PyTorch itself rejects (error inputs)
             continue
-        for sample in samples:
-            try:
-                calls = _aten_calls(entry, sample)
-            except Exception:  # noqa: BLE001, S112 - a sample PyTorch itself rejects (error inputs)
-                continue
-            made += [c for c in calls if c.func in funcs and _floats_in(c.args, torch.float32)]
+        made += [c for c in calls if c.func in funcs and _floats_in(c.args, torch.float32)]
     return made
 
 

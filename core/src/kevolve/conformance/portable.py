@@ -193,6 +193,11 @@ def prepared_call(binding: dict, aten: str, call_args: tuple, kwargs: dict) -> t
     ``aten`` bound as ``binding``'s op binds it; NotImplementedError when the op's kernel does not compute it."""
     op = binding["op"]
     outputs = output_like(aten, call_args, kwargs)
+    if aten.split(".")[1].endswith("_"):  # in place (``add_``): the kernel writes into the first argument
+        target = call_args[0]
+        if len(outputs) != 1 or not target.is_contiguous() or target.shape != outputs[0].shape:
+            raise NotImplementedError(f"{op}: in place on a {tuple(target.shape)} tensor of strides {target.stride()}")
+        outputs = [target]
     written = None
     if binding["adapt"] is not None:
         try:

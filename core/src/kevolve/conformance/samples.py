@@ -35,8 +35,9 @@ SPECIALS = (float("nan"), float("inf"), float("-inf"), 0.0, -0.0)
 SEED = 0
 
 
-class Declined(Exception):
-    """A sample the kernel does not take, with the reason."""
+class Declined(NotImplementedError):
+    """A sample the kernel does not take, with the reason (a NotImplementedError, as an exported file declines a
+    call it was not written for)."""
 
 
 def op_db() -> list[Any]:
