@@ -48,5 +48,6 @@ def test_a_stored_session_keeps_each_evaluations_stages_and_shows_its_throughput
                for n in stored.nodes)
     throughput = stored.throughput
     assert throughput["candidates"] == 3 and throughput["candidates_per_hour"] > 0
-    assert 0 < sum(throughput["shares"].values()) <= 1.0001
+    shares = throughput["shares"]  # each rounded to 4 places: their sum may pass 1 by half a unit each
+    assert 0 < sum(shares.values()) <= 1 + 0.00005 * len(shares) + 1e-9
     assert "candidates/hour" in stored.summary() and stored.to_json()["throughput"] == throughput

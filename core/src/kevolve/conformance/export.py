@@ -388,10 +388,9 @@ def export_backendbench(directory: str | Path, target: str = "cpu", *, store: st
         _generate(everyone, bound, registered)
         impl = _written(root, func, target, bound, calls, everyone, refused)
         if impl is not None:
-            name = root / _folder_name(func)
             impls[func] = impl
-            export.written.append(name.name)
-            export.served_by[name.name] = [b.op for b in bound]
+            export.written.append(_folder_name(func))
+            export.served_by[_folder_name(func)] = [b.op for b in bound]
     for op, made in calls.items():
         why = _unanswered(made, impls, refused.get(op, ""))
         if why:
@@ -438,10 +437,9 @@ def _written(root: Path, func: str, target: str, bound: list[_Bound], calls: dic
         if not bad:
             return impl
         for b in bound:
-            for op, key in bad:
-                if op == b.op:
-                    b.kernels.pop(key, None)
-                    b.generated.discard(key)
+            for key in {key for op, key in bad if op == b.op}:
+                del b.kernels[key]
+                b.generated.discard(key)
     if folder.exists():
         shutil.rmtree(folder)
     return None

@@ -186,10 +186,14 @@ def _resize_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any
 
 
 def _area_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """``area`` is an adaptive average pool to the output's size (computed by PyTorch from size or scale)."""
-    if not 3 <= tensors[0].dim() <= 5:
-        raise Declined(f"input of rank {tensors[0].dim()}")
-    return [tensors[0]], {}
+    """``area`` is an adaptive average pool to the output's size (computed by PyTorch from size or scale). An
+    unbatched input (a size for all but one of its dims, as ``adaptive_avg_pool3d`` takes) is one batch of it."""
+    x, size = tensors[0], attrs.get("size")
+    if isinstance(size, (list, tuple)) and x.dim() == len(size) + 1:
+        x = x.unsqueeze(0)
+    if not 3 <= x.dim() <= 5:
+        raise Declined(f"input of rank {x.dim()}")
+    return [x], {}
 
 
 def _interpolate_large(shape: tuple[int, ...], make: Make) -> tuple[tuple, dict]:
