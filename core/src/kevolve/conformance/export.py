@@ -16,10 +16,10 @@ for ``aten._softmax``, relu6 for ``aten.hardtanh(x, 0, 6)``); the file tries the
 verified is written: every ATen call an operator's OpInfo samples made to an overload it serves is replayed
 through the file and must match PyTorch's answer to that call. Calls to the overload from the samples of every
 other OpInfo op (``torch.norm``'s to ``linalg_vector_norm``: BackendBench tests an overload on all of them) get
-kernels for their constants too, each judged by the replay of those calls. An operator is covered when every computing ATen
-call of its samples (views, copies and allocations aside, and calls in another floating-point dtype than the
-one it was judged in, after a ``dtype=`` conversion) is answered right by the export, through its own
-kernel or another's (``outer`` by ``mul``'s); :attr:`Export.uncovered` says why the others are not.
+kernels for their constants too, each judged by the replay of those calls. An operator is covered when every
+computing ATen call of its samples (views, copies and allocations aside, and calls in another floating-point
+dtype than the one it was judged in, after a ``dtype=`` conversion) is answered right by the export, through its
+own kernel or another's (``outer`` by ``mul``'s); :attr:`Export.uncovered` says why the others are not.
 """
 
 from __future__ import annotations
@@ -82,9 +82,10 @@ def _copied(value: Any) -> Any:
     return value
 
 
-def _aten_calls(entry: Any, sample: Any, funcs: set[str] | None = None) -> list[Call]:
+def _aten_calls(entry: Any, sample: Any, dtype: torch.dtype, funcs: set[str] | None = None) -> list[Call]:
     """The computing ATen calls of one sample (to ``funcs`` only, where given), each with copies of its arguments
-    and answer."""
+    and answer; calls on floating-point tensors of another dtype than ``dtype`` (after a ``dtype=`` conversion)
+    are not a kernel's of that dtype and are left out."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     calls: list[Call] = []
@@ -99,9 +100,10 @@ def _aten_calls(entry: Any, sample: Any, funcs: set[str] | None = None) -> list[
                 calls.append(Call(name, *before, _copied(out)))
             return out
 
-    with Recorder():
+    with Recorder(), warnings.catch_warnings():  # OpInfo's samples run deprecated ops: not the export's warnings
+        warnings.simplefilter("ignore")
         entry.op(sample.input, *sample.args, **sample.kwargs)
-    return calls
+    return [c for c in calls if _floats_in(c.args, dtype)]
 
 
 def _own(op: str, func: str) -> bool:
@@ -191,7 +193,7 @@ def _write_file(folder: Path, name: str, func: str, target: str, bound: list[_Bo
     return path
 
 
-@dataclass
+@dataclass(eq=False)
 class _Bound:
     """One op's binding of an overload while the export builds it: its kernels by key (the conformance run's, and
     those generated for the constants of other calls, ``generated``)."""
@@ -225,18 +227,17 @@ def _taker(call: Call, bound: list[_Bound]) -> tuple[_Bound, str, sm.Case] | Non
     return None
 
 
-def _generate(calls: list[Call], bound: list[_Bound], registered: Any) -> None:
+def _generate(calls: list[Call], bound: list[_Bound], registered: Any) -> list[tuple[Call, _Bound, str]]:
     """Kernels for the constants of ``calls`` that no conformance kernel was generated for (``add(x, 1.0)`` made
     by softsign, ``pow(x, 2)`` made by square), written by the target's recipe as the conformance run writes
-    them; the file's replay of the calls then judges them."""
+    them; (call, binding, key) of every call a generated kernel takes, whose replay then judges it."""
     from kevolve.conformance.kernel import kernel_spec
     from kevolve.conformance.run import synthesize
 
-    for call in calls:
-        taken = _taker(call, bound)
-        if taken is None or taken[1] in taken[0].kernels:
+    taken = [(call, t) for call in calls if (t := _taker(call, bound)) is not None]
+    for _, (b, key, case) in taken:
+        if key in b.kernels:
             continue
-        b, key, case = taken
         try:
             source, language, why = synthesize(registered, kernel_spec(case))
         except Exception:  # noqa: BLE001, S112 - an expression the table cannot build for these constants
@@ -244,6 +245,7 @@ def _generate(calls: list[Call], bound: list[_Bound], registered: Any) -> None:
         if not why and language == b.language:
             b.kernels[key] = source
             b.generated.add(key)
+    return [(call, b, key) for call, (b, key, _) in taken if key in b.generated]
 
 
 def _load(path: Path, name: str) -> Callable[..., Any]:
@@ -286,7 +288,6 @@ def _unfit(op: str, result: Any) -> str:
     if args is None:
         return why
     try:
-        _binding_source(OPS[op])
         for spec in (OPS[op], *(OPS[op].variants or {}).values()):
             _binding_source(spec)
             for adapter in (spec.aten or {}).values():
@@ -301,13 +302,19 @@ def _calls_of(op: str, result: Any, db: list[Any]) -> list[Call]:
     on floating-point tensors of another dtype (after a ``dtype=`` conversion) are not the kernel's."""
     dtype = getattr(torch, result.dtype.split("+")[0])
     made: list[Call] = []
-    with warnings.catch_warnings():  # OpInfo's samples run deprecated ops; their warnings are not the export's
-        warnings.simplefilter("ignore")
-        for entry in (e for e in db if e.name == op and _entry_ok(e, result)):
-            torch.manual_seed(sm.SEED)
-            for sample in entry.sample_inputs("cpu", dtype):
-                made += [c for c in _aten_calls(entry, sample) if _floats_in(c.args, dtype)]
+    for entry in (e for e in db if e.name == op and _entry_ok(e, result)):
+        for sample in _samples(entry, dtype):
+            made += _aten_calls(entry, sample, dtype)
     return made
+
+
+def _samples(entry: Any, dtype: torch.dtype) -> list[Any]:
+    """An OpInfo entry's samples in ``dtype``, drawn from the suite's seed (quietly: OpInfo's deprecation warnings
+    are not the export's)."""
+    torch.manual_seed(sm.SEED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(entry.sample_inputs("cpu", dtype))
 
 
 def _floats_in(value: Any, dtype: torch.dtype) -> bool:
@@ -324,29 +331,18 @@ def _others_calls(db: list[Any], judged: set[str], funcs: set[str]) -> list[Call
     ``torch.norm``'s to ``linalg_vector_norm``, ``adaptive_avg_pool3d``'s): BackendBench's own suite tests an
     overload on every OpInfo op that dispatches it, so the export judges (and builds kernels for) them too."""
     made: list[Call] = []
-    with warnings.catch_warnings():  # OpInfo's samples run deprecated ops; their warnings are not the export's
-        warnings.simplefilter("ignore")
-        for entry in db:
-            made += _entry_calls(entry, judged, funcs)
-    return made
-
-
-def _entry_calls(entry: Any, judged: set[str], funcs: set[str]) -> list[Call]:
-    """:func:`_others_calls` of one OpInfo entry."""
-    if entry.name in judged or torch.float32 not in entry.supported_dtypes("cpu"):
-        return []
-    torch.manual_seed(sm.SEED)
-    try:
-        samples = list(entry.sample_inputs("cpu", torch.float32))
-    except Exception:  # noqa: BLE001 - an OpInfo entry that draws no samples on this build
-        return []
-    made: list[Call] = []
-    for sample in samples:
-        try:
-            calls = _aten_calls(entry, sample, funcs)
-        except Exception:  # noqa: BLE001, S112 - a sample PyTorch itself rejects (error inputs)
+    for entry in db:
+        if entry.name in judged or torch.float32 not in entry.supported_dtypes("cpu"):
             continue
-        made += [c for c in calls if c.func in funcs and _floats_in(c.args, torch.float32)]
+        try:
+            samples = _samples(entry, torch.float32)
+        except Exception:  # noqa: BLE001, S112 - an OpInfo entry that draws no samples on this build
+            continue
+        for sample in samples:
+            try:
+                made += _aten_calls(entry, sample, torch.float32, funcs)
+            except Exception:  # noqa: BLE001, S112 - a sample PyTorch itself rejects (error inputs)
+                continue
     return made
 
 
@@ -385,14 +381,13 @@ def export_backendbench(directory: str | Path, target: str = "cpu", *, store: st
         ops_here.sort(key=lambda o: (not _own(o, func), o))
         bound = [_Bound(o, results[o].language, _portable_args(OPS[o])[0], dict(results[o].kernels)) for o in ops_here]
         everyone = [c for made in [*calls.values(), others] for c in made if c.func == func]
-        _generate(everyone, bound, registered)
-        impl = _written(root, func, target, bound, calls, everyone, refused)
+        impl = _written(root, func, target, bound, calls, _generate(everyone, bound, registered), refused)
         if impl is not None:
             impls[func] = impl
             export.written.append(_folder_name(func))
             export.served_by[_folder_name(func)] = [b.op for b in bound]
     for op, made in calls.items():
-        why = _unanswered(made, impls, refused.get(op, ""))
+        why = _unanswered(op, made, impls, export.served_by, refused.get(op, ""))
         if why:
             export.uncovered[op] = why
         else:
@@ -409,7 +404,7 @@ def _folder_name(func: str) -> str:
 
 
 def _written(root: Path, func: str, target: str, bound: list[_Bound], calls: dict[str, list[Call]],
-             everyone: list[Call], refused: dict[str, str]) -> Callable[..., Any] | None:
+             on_generated: list[tuple[Call, _Bound, str]], refused: dict[str, str]) -> Callable[..., Any] | None:
     """The overload's file, written and loaded once it answers right: every call of each bound op (an op whose
     calls it answers wrong is left out, with the reason in ``refused``) and every call of any op that a generated
     kernel takes (a generated kernel answering one wrong is left out). None when no op is left."""
@@ -429,29 +424,28 @@ def _written(root: Path, func: str, target: str, bound: list[_Bound], calls: dic
             refused.update({op: f"{func}: {why}" for op, why in wrong.items() if why})
             bound[:] = [b for b in bound if not wrong[b.op]]
             continue
-        bad = set()
-        for call in everyone:
-            taken = _taker(call, bound)
-            if taken is not None and taken[1] in taken[0].generated and _verify(impl, [call]):
-                bad.add((taken[0].op, taken[1]))
+        bad = {(b, key) for call, b, key in on_generated if b in bound and key in b.generated and _verify(impl, [call])}
         if not bad:
             return impl
-        for b in bound:
-            for key in {key for op, key in bad if op == b.op}:
-                del b.kernels[key]
-                b.generated.discard(key)
+        for b, key in bad:
+            del b.kernels[key]
+            b.generated.discard(key)
     if folder.exists():
         shutil.rmtree(folder)
     return None
 
 
-def _unanswered(made: list[Call], impls: dict[str, Callable[..., Any]], refused: str) -> str:
-    """Why the export does not answer every one of an op's calls ('' when it does)."""
+def _unanswered(op: str, made: list[Call], impls: dict[str, Callable[..., Any]], served_by: dict[str, list[str]],
+                refused: str) -> str:
+    """Why the export does not answer every one of an op's calls ('' when it does). Its calls to an overload
+    whose file binds it were replayed when the file was written; those to other ops' files are replayed here."""
     if not made:
         return "its samples make no computing ATen call"
     for func in dict.fromkeys(c.func for c in made):
         if func not in impls:
             return refused or f"calls {func}, which no exported kernel serves"
+        if op in served_by[_folder_name(func)]:
+            continue
         why = _verify(impls[func], [c for c in made if c.func == func])
         if why:
             return refused or f"{func}: {why}"

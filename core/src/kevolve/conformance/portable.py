@@ -2,9 +2,9 @@
 exported kernels run where only torch and the kernel's own runtime (a C++ compiler, Triton, ...) are installed.
 
 It binds an ATen call's arguments to the kernel's inputs and constants the way the conformance run bound the
-OpInfo samples (:func:`kevolve.conformance.samples.bind`, for operators whose binding needs no host-side
-``prepare``), allocates the outputs from a run of the ATen overload on meta tensors, and loads the kernel from the
-standalone package the target's backend wrote next to the file. An operator's host-side ``prepare`` step
+OpInfo samples (:func:`kevolve.conformance.samples.bind` binds through :func:`bind_views` too), allocates the
+outputs from a run of the ATen overload on meta tensors, and loads the kernel from the standalone package the
+target's backend wrote next to the file. An operator's host-side ``prepare`` step
 (:attr:`kevolve.conformance.spec.OpSpec.prepare`) is written into the file by :mod:`~kevolve.conformance.bundle`.
 Imports: the standard library and torch only (the export's tests import the written files with kevolve blocked).
 """
@@ -99,14 +99,22 @@ def split_dim(first: torch.Tensor, attrs: dict, error: type[Exception] = NotImpl
     attrs["dim"] = int(attrs["dim"]) % first.dim()
 
 
-def bind(first: list, rest: list, kwargs: dict, args: list[dict], layout: str, prepare=None) -> tuple[list, dict]:
-    """(kernel input tensors, constant attributes) of an ATen call whose leading tensors are ``first`` (one, or a
-    list input's), contiguous copies; NotImplementedError for an argument the kernel was not written for."""
-    tensors, attrs = bind_arguments(first, rest, kwargs, args, first[0].dtype)
+def bind_views(first: list, rest: list, kwargs: dict, args: list[dict], layout: str, prepare=None,
+               dtype: torch.dtype | None = None, error: type[Exception] = NotImplementedError) -> tuple[list, dict]:
+    """(kernel input tensors as ``prepare`` left them, constant attributes) of a call whose leading tensors are
+    ``first`` (one, or a list input's), in ``dtype`` (default: the first tensor's); ``error`` for an argument the
+    kernel was not written for. The one sequence of binding steps: arguments, ``prepare``, the halves' dim."""
+    tensors, attrs = bind_arguments(first, rest, kwargs, args, dtype or first[0].dtype, error)
     if prepare is not None:
         tensors, attrs = prepare(tensors, attrs)
     if layout == "halves":
-        split_dim(tensors[0], attrs)
+        split_dim(tensors[0], attrs, error)
+    return list(tensors), attrs
+
+
+def bind(first: list, rest: list, kwargs: dict, args: list[dict], layout: str, prepare=None) -> tuple[list, dict]:
+    """:func:`bind_views` of an ATen call, as contiguous copies."""
+    tensors, attrs = bind_views(first, rest, kwargs, args, layout, prepare)
     return [t.detach().contiguous().clone() for t in tensors], attrs
 
 
@@ -123,12 +131,11 @@ def overload_of(aten: str):
 
 
 def positional(aten: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """The call's arguments in the overload's schema order (keywords given for positional parameters moved into
-    place, the defaults before them filled in): what the ops' ATen adapters unpack."""
+    """The call's arguments in the overload's schema order, every positional parameter present (keywords given for
+    them moved into place, the defaults filled in): what the ops' ATen adapters unpack."""
     params = [a for a in overload_of(aten)._schema.arguments if not a.kwarg_only]
     args, kwargs = list(args), dict(kwargs)
-    last = max((i for i, a in enumerate(params) if a.name in kwargs), default=-1)
-    for param in params[len(args):last + 1]:
+    for param in params[len(args):]:
         if param.name in kwargs:
             args.append(kwargs.pop(param.name))
         elif param.has_default_value():

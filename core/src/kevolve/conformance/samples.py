@@ -133,13 +133,8 @@ def bind_views(spec: OpSpec, sample: Any, dtype: torch.dtype) -> tuple[list[torc
         tensors = [sample.input]
     else:
         raise Declined(f"input is a {type(sample.input).__name__}, not a tensor")
-    tensors, attrs = portable.bind_arguments(tensors, list(sample.args), dict(sample.kwargs), spec_arguments(spec),
-                                             dtype, Declined)
-    if spec.prepare is not None:
-        tensors, attrs = spec.prepare(tensors, attrs)
-    if spec.layout == "halves":
-        portable.split_dim(tensors[0], attrs, Declined)
-    return list(tensors), attrs
+    return portable.bind_views(tensors, list(sample.args), dict(sample.kwargs), spec_arguments(spec), spec.layout,
+                               spec.prepare, dtype, Declined)
 
 
 def spec_arguments(spec: OpSpec) -> list[dict[str, Any]]:

@@ -14,7 +14,9 @@ from kevolve.synthesis.expr import Const, Expr
 
 REQUIRED = object()
 
-#: an ATen call's (args, kwargs) -> the op's own (args, kwargs) (the first argument is the input) and how many of
+#: an ATen call's (args, kwargs), every positional parameter of its schema in ``args`` (defaults filled in:
+#: :func:`kevolve.conformance.portable.positional`) -> the op's own (args, kwargs) (the first argument is the
+#: input) and how many of
 #: the ATen outputs the op's kernel writes (None: all; the others must be empty); raises ``Declined`` for a call
 #: the op's kernel does not compute (e.g. ``_softmax`` with ``half_to_float``)
 AtenCall = Callable[[tuple, dict], tuple[tuple, dict, "int | None"]]

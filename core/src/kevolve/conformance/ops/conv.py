@@ -203,15 +203,14 @@ def _interpolate_large(shape: tuple[int, ...], make: Make) -> tuple[tuple, dict]
 
 
 def _upsample_call(mode: str, aligned: bool) -> AtenCall:
-    """``aten.upsample_<mode>Nd(x, output_size, [align_corners,] *scales)``: the op's ``interpolate(x, size,
-    scale_factor, mode, align_corners)``, the scales given only when ATen has every one of them (PyTorch
-    computes the coordinates from them then, from the sizes otherwise)."""
+    """``aten.upsample_<mode>Nd(x, output_size, [align_corners,] *scales)`` (every one present): the op's
+    ``interpolate(x, size, scale_factor, mode, align_corners)``, the scales given only when ATen has every one of
+    them (PyTorch computes the coordinates from them then, from the sizes otherwise)."""
 
     def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
         x, size, *rest = args
         align = rest.pop(0) if aligned else None
-        scales = [*rest, *kwargs.values()]
-        given = list(scales) if scales and all(s is not None for s in scales) else None
+        given = list(rest) if rest and all(s is not None for s in rest) else None
         return (x,), {"size": list(size), "scale_factor": given, "mode": mode, "align_corners": align}, None
 
     return call
@@ -274,12 +273,12 @@ def _convolution_call(spatial: int, transposed: bool) -> AtenCall:
 def _max_pool_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
     """``aten.max_pool2d_with_indices(x, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)``: the
     op's call returning the indices (an empty stride means the kernel size, as the op's None does)."""
-    x, kernel_size, stride, padding, dilation, ceil_mode = (*args, *([], 0, 1, False)[len(args) - 2:])
+    x, kernel_size, stride, padding, dilation, ceil_mode = args
     return (x, kernel_size, list(stride) or None, padding, dilation, ceil_mode, True), {}, None
 
 
 def _pad_call(mode: str) -> AtenCall:
-    """``aten.constant_pad_nd(x, pad, value=0)``, ``reflection_padNd(x, pad)``, ``replication_padNd(x, pad)``: the
+    """``aten.constant_pad_nd(x, pad, value)``, ``reflection_padNd(x, pad)``, ``replication_padNd(x, pad)``: the
     op's ``pad(x, pad, mode, value)``."""
 
     def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:

@@ -196,7 +196,7 @@ def _renorm(attrs: dict[str, Any]) -> dict[str, Any]:
 def _embedding_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
     """``aten.embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False)``: the op's
     ``(weight, indices)`` (its OpInfo input is the weight) with a padding index of None for ATen's -1."""
-    weight, indices, padding_idx, scale_grad_by_freq, sparse = (*args, *(-1, False, False)[len(args) - 2:])
+    weight, indices, padding_idx, scale_grad_by_freq, sparse = args
     return (weight, indices), {"padding_idx": None if padding_idx == -1 else padding_idx,
                                "scale_grad_by_freq": scale_grad_by_freq, "sparse": sparse}, None
 

@@ -213,9 +213,8 @@ def _loss_call(names: tuple[str, ...]) -> AtenCall:
 
     def call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
         x, target, *rest = args
-        given = {**dict(zip(names, rest)), **kwargs}
-        if "reduction" in given:
-            given["reduction"] = {code: name for name, code in REDUCTIONS.items()}[given["reduction"]]
+        given = dict(zip(names, rest))
+        given["reduction"] = {code: name for name, code in REDUCTIONS.items()}[given["reduction"]]
         return (x, target), given, None
 
     return call

@@ -94,7 +94,7 @@ def _prelu_prepare(tensors: list[Any], attrs: dict[str, Any]) -> tuple[list[Any]
 
 def _relu6_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
     """``aten.hardtanh(x, 0, 6)``, as ``relu6`` dispatches it: the op's ``(x,)``."""
-    x, low, high = (*args, *(-1.0, 1.0)[len(args) - 1:])
+    x, low, high = args
     if (low, high) != (0, 6):
         raise Declined(f"hardtanh between {low} and {high}, not relu6's 0 and 6")
     return (x,), {}, None
@@ -106,7 +106,7 @@ _SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
 
 def _selu_call(args: tuple, kwargs: dict) -> tuple[tuple, dict, None]:
     """``aten.elu(x, alpha, scale, input_scale)`` with SELU's constants, as ``selu`` dispatches it: ``(x,)``."""
-    x, alpha, scale, input_scale = (*args, *(1.0, 1.0, 1.0)[len(args) - 1:])
+    x, alpha, scale, input_scale = args
     if (alpha, scale, input_scale) != (*_SELU, 1):
         raise Declined(f"elu with alpha={alpha}, scale={scale}, input_scale={input_scale}, not SELU's constants")
     return (x,), {}, None
