@@ -71,6 +71,8 @@ def run_one(path: Path, args: argparse.Namespace, store: Path) -> dict:
                    disturbed="unreliable: " in data["timing_note"],
                    vs_eager=_speedup(data["speedups"], "eager"), vs_compile=_speedup(data["speedups"], "compile"),
                    untimed_baselines=data["untimed_baselines"])
+        if result.final is not None:  # where the final re-timing's time went (the device lock: its "wait")
+            row["final_stage_s"] = {k: round(v, 1) for k, v in result.final.evaluation.stage_s.items()}
         if not result.correct:
             row["reason"] = _reason(result)
         elif result.final is not None and not result.final.evaluation.correct:  # the speedups are the search's

@@ -77,3 +77,34 @@ def test_each_round_times_the_steady_calls_on_its_fresh_inputs(fast_harness, tmp
                           harness=replace(fast_harness, repeats=4)).evaluation
     assert ev.correct, ev.reason
     assert ev.timings["kernel"].median < 0.01, ev.timings["kernel"]
+
+
+
+def test_compiled_baselines_compile_before_the_device_is_held(fast_harness):
+    """The torch.compile baselines compile in a child before the worker's correctness check, where a worker on a
+    GPU takes its device: the compile (10-30 s of host work a problem on a lent H200) kept other workers off
+    the device when it ran inside the timing. Its time is charged to the build stage."""
+    from kevolve.api import resolve_problem
+    from kevolve.harness.pipeline import evaluate_candidate
+    from kevolve.synthesis.base import Candidate
+
+    problem = resolve_problem("softmax", dims={"rows": 64, "cols": 256})
+    reports: list[str] = []
+    ev = evaluate_candidate(Candidate((KERNELS / "softmax_ok.cpp").read_text(), "cpp", synthesizer="user"), problem,
+                            "cpu", replace(fast_harness, baselines=("eager", "compile"), timeout_s=300),
+                            on_stage=reports.append)
+    assert ev.correct and "compile" in ev.timings, ev.reason
+    first_check = next(i for i, r in enumerate(reports) if r.startswith("correctness"))
+    assert "compile baselines" in reports[:first_check], reports
+    assert ev.stage_s["build"] > 0
+
+
+def test_the_final_re_timing_keeps_the_searchs_diagnosis_without_profiling_again(fast_harness, tmp_path):
+    """The final re-timing is the best kernel at the same shape: it is not profiled again (on a GPU, 10-17 s of
+    the device held a problem), and the result's diagnosis is the search's profile of that kernel."""
+    result = kevolve.optimize("relu", target="cpu", dims={"n": 4096}, budget=1, store=tmp_path / "s.sqlite",
+                              harness=fast_harness)
+    assert result.final is not None and result.final.evaluation.correct
+    assert "profile" not in result.final.evaluation.stage_s
+    assert "profile" in result.best.evaluation.stage_s
+    assert result.diagnosis is not None and result.diagnosis == result.best.evaluation.diagnosis

@@ -250,7 +250,10 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
             (progress or (lambda e: None))({"kind": "final", "node": best.id})
             final = evaluate_candidate(best.candidate, problem, registered.spec.name,
                                        replace(harness, baselines=config.baselines,
-                                               repeats=harness.repeats * 2))
+                                               repeats=harness.repeats * 2, profile=False))
+            # the same kernel at the same shape: its profile from the search (on a GPU, 10-17 s a problem of the
+            # device held again for an answer the search has)
+            final.diagnosis = final.diagnosis or best.evaluation.diagnosis
             st.add_node(session_id, NodeRecord(
                 node_id=st.next_node_id(session_id), parent_id=best.id, memory_op="final",
                 synthesizer=best.candidate.synthesizer, recipe=best.candidate.recipe, language=best.candidate.language,

@@ -1,4 +1,4 @@
-"""The PyTorch baselines a kernel is timed against, and a time limit on the expensive one.
+"""The PyTorch baselines a kernel is timed against, and a time limit on their compiles.
 
 "eager" runs the op's reference as written; "compile" is ``torch.compile`` in its default mode;
 "max-autotune" is Inductor's autotuning mode, which benchmarks its kernel variants while it compiles and can take
@@ -6,10 +6,15 @@ minutes per op on a GPU. It runs as ``mode="max-autotune-no-cudagraphs"``: plain
 op from a CUDA graph, which copies every input that is not the graph's own into the graph's buffers on each
 call; for a one-pass op that is a second pass over the inputs (measured on an H100, 2026-11-25: rms_norm and
 layer_norm at 4096 and 16384 x 4096 in 1.8-2.4x the default mode's time), a cost of the calling convention, not
-of the kernels compared here. Before that baseline is timed it is compiled once in a child
-process under ``compile_limit_s``: Inductor's on-disk caches then make the worker's own compile short, and an
-op whose autotuning runs past the limit is reported as not timed, with the reason, instead of spending the
-evaluation's whole time budget.
+of the kernels compared here.
+
+Before a compiled baseline is timed it is compiled once in a child process under ``compile_limit_s``
+(:func:`precompile`), before the worker holds its device: Inductor's on-disk caches then make the worker's own
+compile short; an op whose compile runs past the limit is reported as not timed, with the reason, instead of
+spending the evaluation's whole time budget; and the compile, host work of 10-30 s a problem on a lent H200 that
+the worker did single-threaded while it held the device, no longer keeps other workers off the device. The
+child's own device work while another worker may hold it is one call of the op and Inductor's autotuning of
+its few kernels, milliseconds against the seconds of a timing.
 
 ``python -m kevolve.harness.baselines TASK.json`` is that child.
 """
@@ -22,7 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +38,6 @@ from kevolve.errors import KevolveError
 #: baseline name -> torch.compile mode
 COMPILE_MODES = {"compile": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 BASELINES = ("eager", *COMPILE_MODES)
-#: compiled once in a child under the time limit before they are timed
-LIMITED = ("max-autotune",)
-
-
 def check_baselines(baselines: Sequence[str]) -> None:
     unknown = set(baselines) - set(BASELINES)
     if unknown:
@@ -56,6 +57,27 @@ def compiled_reference(problem: Any, baseline: str, *, in_process: bool = True) 
 
         inductor.compile_threads = 1
     return torch.compile(lambda *xs: problem.reference(list(xs)), mode=COMPILE_MODES[baseline])
+
+
+def prepare_compiled(names: Sequence[str], problem: Any, task: dict, runner: Any,
+                     limit_s: float) -> tuple[dict[str, Callable], dict[str, str]]:
+    """The compiled baselines among ``names``, ready to time, and those that will not be timed, with the reason.
+    Each is compiled in a child under ``limit_s`` (:func:`compile_within_limit`), then in this process from
+    Inductor's caches, by one call on inputs drawn for it alone (never a timing round's: no answer to those may
+    exist in the worker before the kernel's timed calls)."""
+    ready: dict[str, Callable] = {}
+    untimed: dict[str, str] = {}
+    for name in names:
+        if name not in COMPILE_MODES:
+            continue
+        why = compile_within_limit(task["problem"], task["bootstrap"], runner.device, name, limit_s)
+        if why:
+            untimed[name] = why
+            continue
+        ready[name] = compiled_reference(problem, name)
+        ready[name](*[t.to(runner.device) for t in problem.make_inputs(problem.dims, torch.Generator().manual_seed(1))])
+        runner.synchronize()
+    return ready, untimed
 
 
 def compile_within_limit(problem_spec: dict, bootstrap: dict, device: str, baseline: str, limit_s: float) -> str:

@@ -15,7 +15,7 @@ from kevolve.delivery.runtime import prepare_native
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError
 from kevolve.harness import evaluation as ev
-from kevolve.harness.baselines import LIMITED
+from kevolve.harness.baselines import COMPILE_MODES
 from kevolve.harness.build import BuildFailed, build_isolated
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.isolation import run_isolated
@@ -42,14 +42,16 @@ class HarnessConfig:
     #: a correct candidate whose timings were disturbed (see evaluation.DISTURBED_SPREAD) is evaluated again up
     #: to this many times
     remeasure: int = 2
-    #: a "max-autotune" baseline that takes longer than this to compile is reported untimed (see baselines.py);
-    #: an evaluation that asks for it may run this much longer than ``timeout_s``
+    #: a torch.compile baseline that takes longer than this to compile is reported untimed (see baselines.py);
+    #: an evaluation that asks for one may run this much longer than ``timeout_s``
     compile_limit_s: float = 300.0
     #: a median below roofline floor x this is rejected as implausible. The slack covers measured peaks that
     #: are themselves estimates and caches that beat the level's bandwidth; a kernel that skips its work is
     #: off by far more.
     plausibility: float = 0.5
     time: bool = True
+    #: profile a timed kernel for its diagnosis (off for the final re-timing of a kernel the search profiled)
+    profile: bool = True
     workdir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "kevolve-builds"))
 
     def for_worker(self) -> dict:
@@ -154,8 +156,8 @@ def _run_built(built: Built, problem: Problem, config: HarnessConfig, on_stage: 
     task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
             "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters,
             "source_hash": candidate.source_hash}
-    limited = any(name in LIMITED for name in config.baselines)
-    raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if limited else 0.0),
+    compiled = any(name in COMPILE_MODES for name in config.baselines)
+    raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if compiled else 0.0),
                        memory_limit_bytes=config.memory_limit_bytes,
                        on_stage=on_stage, env=lane_worker_env(registered, lane_env))
     return Evaluation(

@@ -242,9 +242,10 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
 
 
 def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], task: dict[str, Any],
-                   rounds: TimingInputs, host_clock: bool = False) -> tuple[dict, dict, dict, Callable, list]:
-    """Timings and speedups of the kernel against the asked baselines, the baselines left untimed (with the
-    reason), the kernel's thunk and the tensors it uses.
+                   rounds: TimingInputs, compiled: dict[str, Callable],
+                   host_clock: bool = False) -> tuple[dict, dict, Callable, list]:
+    """Timings and speedups of the kernel against eager and the ``compiled`` baselines (ready to call,
+    :func:`baselines.prepare_compiled`), the kernel's thunk and the tensors it uses.
 
     What is timed is the op a user gets (result.as_torch_op()): output shapes, allocation (as eager pays it), any
     read that sizes an output, and the launch. Round by round, the kernel's sample, then the baselines', on fresh
@@ -275,18 +276,8 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
 
     draw()
     thunks: dict[str, Callable] = {"kernel": run_kernel, "eager": lambda: problem.reference(inputs)}
-    untimed: dict[str, str] = {}
-    for name in config["baselines"]:
-        if name not in baselines.COMPILE_MODES:
-            continue
-        if name in baselines.LIMITED:
-            why = baselines.compile_within_limit(task["problem"], task["bootstrap"], runner.device, name,
-                                                 config["compile_limit_s"])
-            if why:
-                untimed[name] = why
-                continue
-        compiled = baselines.compiled_reference(problem, name)
-        thunks[name] = lambda compiled=compiled: compiled(*inputs)
+    for name, fn in compiled.items():
+        thunks[name] = lambda fn=fn: fn(*inputs)
     inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items()}
     known_children = watch.children()
     rng = random.Random(_seed_from_os())
@@ -334,7 +325,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
             samples[name] += values
     timings = {name: ev.Timing.of(s) for name, s in samples.items()}
     speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
-    return timings, speedups, untimed, run_kernel, [inputs, _as_list(returned[0])]
+    return timings, speedups, run_kernel, [inputs, _as_list(returned[0])]
 
 
 def _watch_one_more(problem, kernel: Callable, runner, inputs: list[torch.Tensor], vary: Callable[[], None]) -> None:
@@ -422,6 +413,12 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         timed, note = backend.timing(spec)
         timing = config["time"] and timed
         rounds = TimingInputs(problem, config["repeats"] + 1) if timing else None
+        compiled: dict[str, Callable] = {}
+        untimed: dict[str, str] = {}
+        if timing and any(name in baselines.COMPILE_MODES for name in config["baselines"]):
+            report("compile baselines")  # host work: done before the device is held (harness/baselines.py)
+            compiled, untimed = baselines.prepare_compiled(config["baselines"], problem, task, runner,
+                                                           config["compile_limit_s"])
         with exclusive_device(runner, report):
             check_correctness(problem, kernel, runner, config, report)
             report("audit")
@@ -438,8 +435,8 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             result["timing_note"] = "; ".join(n for n in (note, clock_reason and f"timed by the host's clock: "
                                                           f"{clock_reason}") if n)
             report("timing")
-            timings, speedups, untimed, run_kernel, keep_alive = time_candidate(
-                problem, kernel, runner, config, task, rounds, host_clock=bool(clock_reason))
+            timings, speedups, run_kernel, keep_alive = time_candidate(
+                problem, kernel, runner, config, task, rounds, compiled, host_clock=bool(clock_reason))
             _check_process(clocks, "timing", children=False)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
@@ -453,6 +450,8 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                                f"implausible: {timings['kernel'].median * 1e6:.2f} us is faster than the roofline floor "
                                f"{floor * 1e6:.2f} us for this problem on {spec.name}",
                                {"floor_s": floor, "median_s": timings["kernel"].median})
+            if not config["profile"]:  # a re-timing of a kernel the search has profiled (api._run keeps that)
+                return {**result, "status": ev.OK, "stage": "done", "wall_s": time.perf_counter() - started}
             report("profile")
             request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
                                      bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
