@@ -35,6 +35,10 @@ PROGRAMS = {
     "global max pool": (lambda x: F.adaptive_max_pool2d(x, 1) + F.adaptive_max_pool2d(x, (2, 7)), (2, 3, 6, 7)),
     "avg pool 3d": (lambda x: F.avg_pool3d(x, 3, 2, 1, count_include_pad=False).sum() + F.avg_pool3d(
         x, 2, ceil_mode=True).sum() + F.avg_pool3d(x, (1, 2, 3), padding=(0, 1, 1)).sum(), (2, 3, 7, 6, 5)),
+    "max pool 3d": (lambda x: F.max_pool3d(x, 3, 2, 1, dilation=(1, 2, 1), ceil_mode=True, return_indices=True),
+                    (2, 3, 7, 9, 8)),
+    "max pool 3d, ties take the first": (lambda x: F.max_pool3d(torch.round(x), (2, 3, 2), return_indices=True)[1],
+                                         (1, 2, 6, 6, 6)),
     "conv3d": (lambda x, w: F.conv3d(x, w, stride=2, padding=1, dilation=(1, 2, 1)), (1, 4, 6, 7, 8)),
     "pairs, x[:, i, j]": (lambda x: x[:, *torch.triu_indices(5, 5, 1)], (2, 5, 5)),
     "negative, broadcast indices": (lambda x: x[torch.arange(4)[:, None] - 2, torch.arange(3)[None, :]] + 1, (5, 6)),

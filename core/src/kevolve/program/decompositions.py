@@ -15,6 +15,9 @@ lowering then names it as uncovered.
 - ``avg_pool3d``: two ``avg_pool2d`` passes, one over height and width, one over depth. An average over a box
   window is separable, its divisor included: PyTorch's divisor (the window clipped to the padded or, without
   ``count_include_pad``, to the real input) is a product of one extent per axis.
+- ``max_pool3d_with_indices``: two ``max_pool2d_with_indices`` passes, likewise (a maximum over a box is the
+  maximum over depth of the maxima over height and width). The index is the first maximum's in (depth, height,
+  width) order, PyTorch's: the first depth holding the maximum, then its plane's first; a NaN, PyTorch's last.
 - ``index.Tensor`` (``x[i, j]``) on consecutive dimensions: one ``index_select`` over them merged;
   ``repeat_interleave`` of counts with an ``output_size``: the running count of runs that ended (a mark
   scattered at each run's end, then a cumulative sum: linear, where a search per element was not).
@@ -112,14 +115,18 @@ def _adaptive_max_pool2d(x: torch.Tensor, output_size: Sequence[int]) -> Any:
     return aten.max_pool2d_with_indices.default(x, window, window)
 
 
+def _three(value: Sequence[int] | int) -> list[int]:
+    """A pooling argument per spatial dimension of three (one value stands for all)."""
+    return [value] * 3 if isinstance(value, int) else list(value) * (3 if len(value) == 1 else 1)
+
+
 def _avg_pool3d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
                 padding: Sequence[int] | int = 0, ceil_mode: bool = False, count_include_pad: bool = True,
                 divisor_override: int | None = None) -> Any:
     if divisor_override is not None or x.dim() != 5:
         return NotImplemented
-    three = lambda v: [v] * 3 if isinstance(v, int) else list(v) * (3 if len(v) == 1 else 1)
-    kernel, step = three(kernel_size), three(stride or kernel_size)
-    pad = three(padding)
+    kernel, step = _three(kernel_size), _three(stride or kernel_size)
+    pad = _three(padding)
     n, c, depth, height, width = x.shape
     planes = aten.avg_pool2d.default(aten.reshape.default(x, [n, c * depth, height, width]), kernel[1:], step[1:],
                                      pad[1:], ceil_mode, count_include_pad)
@@ -128,6 +135,27 @@ def _avg_pool3d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[in
     pooled = aten.avg_pool2d.default(columns, [kernel[0], 1], [step[0], 1], [pad[0], 0], ceil_mode,
                                      count_include_pad)
     return aten.view.default(pooled, [n, c, pooled.shape[2], out_h, out_w])
+
+
+def _max_pool3d(x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
+                padding: Sequence[int] | int = 0, dilation: Sequence[int] | int = 1, ceil_mode: bool = False) -> Any:
+    if x.dim() != 5:
+        return NotImplemented
+    kernel, step = _three(kernel_size), _three(stride or kernel_size)
+    pad, spread = _three(padding), _three(dilation)
+    n, c, depth, height, width = x.shape
+    planes, within = aten.max_pool2d_with_indices.default(aten.reshape.default(x, [n, c * depth, height, width]),
+                                                           kernel[1:], step[1:], pad[1:], spread[1:], ceil_mode)
+    out_h, out_w = planes.shape[-2], planes.shape[-1]
+    columns = aten.view.default(planes, [n, c, depth, out_h * out_w])
+    pooled, across = aten.max_pool2d_with_indices.default(columns, [kernel[0], 1], [step[0], 1], [pad[0], 0],
+                                                          [spread[0], 1], ceil_mode)
+    # across indexes (depth, column) of the columns: its depth picks the plane whose own index is taken
+    taken = aten.div.Tensor_mode(across, out_h * out_w, rounding_mode="floor")
+    plane = aten.gather.default(aten.view.default(within, [n, c, depth, out_h * out_w]), 2, taken)
+    indices = aten.add.Tensor(aten.mul.Tensor(taken, height * width), plane)
+    shape = [n, c, pooled.shape[2], out_h, out_w]
+    return aten.view.default(pooled, shape), aten.view.default(indices, shape)
 
 
 def _convolution(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride: Sequence[int],
@@ -239,4 +267,5 @@ EXTRA: dict[Any, Callable] = {
     aten.repeat.default: _repeat,
     aten.adaptive_max_pool2d.default: _adaptive_max_pool2d,
     aten.avg_pool3d.default: _avg_pool3d,
+    aten.max_pool3d_with_indices.default: _max_pool3d,
 }
