@@ -311,10 +311,9 @@ def _calls_of(op: str, result: Any, db: list[Any]) -> list[Call]:
 def _samples(entry: Any, dtype: torch.dtype) -> list[Any]:
     """An OpInfo entry's samples in ``dtype``, drawn from the suite's seed (quietly: OpInfo's deprecation warnings
     are not the export's)."""
-    torch.manual_seed(sm.SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return list(entry.sample_inputs("cpu", dtype))
+        return sm.opinfo_samples(entry, dtype)
 
 
 def _floats_in(value: Any, dtype: torch.dtype) -> bool:
