@@ -303,13 +303,16 @@ def opinfo_samples(entry: Any, dtype: torch.dtype) -> list[Any]:
     That iterator reseeds every generator before each sample through ``torch.manual_seed``, which on a host
     without CUDA queues a lazy CUDA seeding with its formatted stack each time, and looks for the calling test
     by inspecting the stack: 30 of the BackendBench export's 35 s on the 2-core VM. The CPU generators are
-    reseeded as it does (its seed, before each sample), so every sample is the same value."""
+    reseeded as it does (its seed, before each sample), so every sample is the same value. An entry that is not
+    an OpInfo (a test's stand-in with samples of its own) gives its ``sample_inputs``."""
     import random
 
     import numpy as np
     from torch.testing._internal import common_utils
 
     torch.manual_seed(SEED)  # a sample function that draws before its first sample draws from here
+    if not hasattr(entry, "sample_inputs_func"):
+        return list(entry.sample_inputs("cpu", dtype))
     drawn = iter(entry.sample_inputs_func(entry, "cpu", dtype, False))
     samples = []
     while True:
