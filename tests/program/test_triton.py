@@ -17,7 +17,8 @@ from kevolve.synthesis.base import Candidate  # noqa: E402
 @pytest.mark.parametrize("target,name,folds", [
     ("mtia_sim", "linear_gelu_layernorm", ()), ("mtia_sim", "pointwise_chain", ()),
     ("mtia_sim", "causal_attention", ("prologue.logical_not",)),
-    ("nvidia_h100", "conv_bias_relu_maxpool", ()), ("nvidia_h100", "keyed_hash_pool", ()),
+    ("nvidia_h100", "conv_bias_relu_maxpool", ()), ("nvidia_h100", "conv_implicit_gemm", ()),
+    ("nvidia_h100", "keyed_hash_pool", ()),
     # the Triton reductions read a leading or middle dim in place, and compute a loss's terms themselves
     # (test_lower.py): no copy kernels, no kernels for the terms
     ("nvidia_h100", "reductions", ("fold.amax", "fold.sum_1")), ("mtia_sim", "reductions", ("fold.amax", "fold.sum_1")),

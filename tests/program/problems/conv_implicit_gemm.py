@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Convolutions wide enough for the Triton recipe's implicit GEMM: strided, padded and dilated, grouped, 1d;
+    sizes that fill no tile exactly."""
+
+    def __init__(self):
+        super().__init__()
+        self.wide = nn.Conv2d(20, 24, 3, stride=2, padding=1, dilation=(1, 2))
+        self.grouped = nn.Conv2d(24, 32, (3, 2), padding=(1, 0), groups=2, bias=False)
+        self.line = nn.Conv1d(32, 17, 5, padding=2)
+
+    def forward(self, x):
+        y = self.grouped(F.relu(self.wide(x)))
+        return self.line(y.flatten(2))
+
+
+def get_inputs():
+    return [torch.randn(3, 20, 13, 15)]
+
+
+def get_init_inputs():
+    return []
