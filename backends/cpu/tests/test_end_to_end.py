@@ -27,7 +27,8 @@ def cli(*args, store):
 
 
 def test_cli_optimize_json_then_store_hit_then_show(store_path):
-    done = cli("optimize", "softmax", "--target", "cpu", "--budget", "3", "--json", "--quiet", store=store_path)
+    done = cli("optimize", "softmax", "--target", "cpu", "--shape", "rows=512", "--budget", "3", "--json", "--quiet",
+               store=store_path)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     for key in ("problem", "target", "correct", "speedup", "baselines", "best", "diagnosis", "session"):
@@ -38,7 +39,8 @@ def test_cli_optimize_json_then_store_hit_then_show(store_path):
     assert data["candidates"] == 3
 
     started = time.perf_counter()
-    again = json.loads(cli("optimize", "softmax", "--target", "cpu", "--json", "--quiet", store=store_path).stdout)
+    again = json.loads(cli("optimize", "softmax", "--target", "cpu", "--shape", "rows=512", "--json", "--quiet",
+                           store=store_path).stdout)
     assert again["from_store"] is True and again["session"] == data["session"]
     assert time.perf_counter() - started < 30  # no search: only start-up
 

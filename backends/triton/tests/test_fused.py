@@ -18,7 +18,7 @@ from triton_cases import catalog_problem, evaluate, recipe_for
 
 RECIPES = {"dot_interaction": interaction.RECIPES, "target_attention": attention.RECIPES}
 SMALL = {"dot_interaction": {"batch": 40, "features": 26, "dim": 96},
-         "target_attention": {"batch": 40, "history": 64, "dim": 48}}
+         "target_attention": {"batch": 16, "history": 64, "dim": 48}}
 #: (text in the default source, its mistaken replacement)
 MISTAKES = {
     "dot_interaction": ("lower = (i > j) & (i <= features)", "lower = (i > j + 1) & (i <= features)"),
