@@ -9,7 +9,7 @@ layer_norm at 4096 and 16384 x 4096 in 1.8-2.4x the default mode's time), a cost
 of the kernels compared here.
 
 Before a compiled baseline is timed it is compiled once in a child process under ``compile_limit_s``
-(:func:`precompile`), before the worker holds its device: Inductor's on-disk caches then make the worker's own
+(:func:`prepare_compiled`), before the worker holds its device: Inductor's on-disk caches then make the worker's own
 compile short; an op whose compile runs past the limit is reported as not timed, with the reason, instead of
 spending the evaluation's whole time budget; and the compile, host work of 10-30 s a problem on a lent H200 that
 the worker did single-threaded while it held the device, no longer keeps other workers off the device. The
@@ -38,6 +38,8 @@ from kevolve.errors import KevolveError
 #: baseline name -> torch.compile mode
 COMPILE_MODES = {"compile": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 BASELINES = ("eager", *COMPILE_MODES)
+
+
 def check_baselines(baselines: Sequence[str]) -> None:
     unknown = set(baselines) - set(BASELINES)
     if unknown:
