@@ -40,6 +40,11 @@ COMPILE_MODES = {"compile": "default", "max-autotune": "max-autotune-no-cudagrap
 BASELINES = ("eager", *COMPILE_MODES)
 
 
+def any_compiled(baselines: Sequence[str]) -> bool:
+    """Whether any of ``baselines`` is compiled (and so compiled first, under ``compile_limit_s``)."""
+    return any(name in COMPILE_MODES for name in baselines)
+
+
 def check_baselines(baselines: Sequence[str]) -> None:
     unknown = set(baselines) - set(BASELINES)
     if unknown:

@@ -15,7 +15,7 @@ from kevolve.delivery.runtime import prepare_native
 from kevolve.diagnosis import Diagnosis
 from kevolve.errors import CompileError
 from kevolve.harness import evaluation as ev
-from kevolve.harness.baselines import COMPILE_MODES
+from kevolve.harness.baselines import any_compiled
 from kevolve.harness.build import BuildFailed, build_isolated
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.isolation import run_isolated
@@ -156,9 +156,8 @@ def _run_built(built: Built, problem: Problem, config: HarnessConfig, on_stage: 
     task = {"target": registered.spec.name, "problem": problem.to_spec(), "build": asdict(build),
             "config": config.for_worker(), "bootstrap": worker_bootstrap(), "parameters": candidate.parameters,
             "source_hash": candidate.source_hash}
-    compiled = any(name in COMPILE_MODES for name in config.baselines)
-    raw = run_isolated(task, timeout_s=config.timeout_s + (config.compile_limit_s if compiled else 0.0),
-                       memory_limit_bytes=config.memory_limit_bytes,
+    compile_s = config.compile_limit_s if any_compiled(config.baselines) else 0.0
+    raw = run_isolated(task, timeout_s=config.timeout_s + compile_s, memory_limit_bytes=config.memory_limit_bytes,
                        on_stage=on_stage, env=lane_worker_env(registered, lane_env))
     return Evaluation(
         status=raw["status"], stage=raw.get("stage", ""), reason=raw.get("reason", ""),

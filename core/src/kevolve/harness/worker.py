@@ -415,7 +415,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         rounds = TimingInputs(problem, config["repeats"] + 1) if timing else None
         compiled: dict[str, Callable] = {}
         untimed: dict[str, str] = {}
-        if timing and any(name in baselines.COMPILE_MODES for name in config["baselines"]):
+        if timing and baselines.any_compiled(config["baselines"]):
             report("compile baselines")  # host work: done before the device is held (harness/baselines.py)
             compiled, untimed = baselines.prepare_compiled(config["baselines"], problem, task, runner,
                                                            config["compile_limit_s"])

@@ -238,6 +238,9 @@ def _kv_conv_gemm_kernel(x_ptr, w_ptr, b_ptr, p_ptr, out_ptr, M, C, H, W, OC, OH
 
 #: the smallest dot tile side: a group with fewer output channels or reduction terms runs direct
 DOT_MIN = 16
+#: the arguments both convolution kernels take first (``count``: the outputs, or the GEMM's rows, to cover)
+_CONV_ARGS = ("x, w, bias if has_bias else x, p, out, {count}, C, H, W, OC, OH, OW, KH, KW, cin_g, cout_g, "
+              "HAS_BIAS=has_bias")
 
 
 class TritonAtenConv(_AtenConvRecipe):
@@ -287,8 +290,7 @@ class TritonAtenConv(_AtenConvRecipe):
         _decline("channel counts")
     cout_g = OC // groups"""
         x_dtype = k.inputs[0][1]
-        args = ("x, w, bias if has_bias else x, p, out, total, C, H, W, OC, OH, OW, KH, KW, cin_g, cout_g, "
-                f"HAS_BIAS=has_bias, TRANSPOSED={transposed}")
+        args = _CONV_ARGS.format(count="total") + f", TRANSPOSED={transposed}"
         return f"""def kernel(inputs, outputs):
     if len(inputs) not in (3, 4) or len(outputs) != 1:
         _decline("wrong number of tensors")
@@ -319,8 +321,8 @@ class TritonAtenConv(_AtenConvRecipe):
             return ""
         bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
         precision = params.get("INPUT_PRECISION", "ieee")
-        args = ("x, w, bias if has_bias else x, p, out, N * OH * OW, C, H, W, OC, OH, OW, KH, KW, cin_g, cout_g, "
-                f"HAS_BIAS=has_bias, PRECISION={precision!r}, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}")
+        args = (_CONV_ARGS.format(count="N * OH * OW")
+                + f", PRECISION={precision!r}, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}")
         grid = f"(triton.cdiv(N * OH * OW, {bm}), triton.cdiv(cout_g, {bn}), groups)"
         return f"""    if cout_g >= {DOT_MIN} and cin_g * KH * KW >= {DOT_MIN}:
         _kv_conv_gemm_kernel[{grid}]({args}{launch_args(params, contract=False)})
