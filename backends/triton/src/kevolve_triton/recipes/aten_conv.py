@@ -257,9 +257,9 @@ class TritonAtenConv(_AtenConvRecipe):
         k: KernelSpec = problem.kernel  # type: ignore[attr-defined]
         tile = {d.COMPUTE_BOUND: +1, d.MEMORY_BOUND: +1, d.SPILL_BOUND: -1, d.OCCUPANCY_LIMITED: -1}
         gemm = [Param("ALGO", ("gemm", "direct"), {d.COMPUTE_BOUND: -1, d.OCCUPANCY_LIMITED: +1}, default="gemm"),
-                Param("BLOCK_M", (32, 64, 128), tile, default=64),
+                Param("BLOCK_M", (32, 64, 128), tile, default=128),
                 Param("BLOCK_N", (16, 32, 64, 128), tile, default=64),
-                Param("BLOCK_K", (16, 32, 64), {d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1}, default=32)]
+                Param("BLOCK_K", (16, 32, 64), {d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1}, default=16)]
         if k.inputs[0][1] == "float32":
             precisions = fp32_precisions(facts)
             gemm.append(Param("INPUT_PRECISION", precisions, {d.COMPUTE_BOUND: +1, d.SPILL_BOUND: -1},
