@@ -9,14 +9,15 @@ and pad's constant in a float64 one) and are read with ``tl.load`` inside the ke
 are runtime loop bounds. The launcher reads only shapes and dtypes (no torch calls: the judge records ATen
 dispatch while it runs) and declines, with a "declined" error, what the kernel was not written for.
 
-- ``conv``: conv1d/conv2d and conv_transpose2d; groups follow from the shapes. ``ALGO`` "gemm" runs a plain
+- ``conv``: conv1d/conv2d and conv_transpose2d; groups follow from the shapes. ``ALGO`` "gemm" runs a
   convolution as an implicit GEMM per group (rows: the output positions, columns: the group's output channels,
   reduction: input channel x window tap; the input tile gathered through the window, padding taps loaded as 0)
   on ``tl.dot``, float32 at a precision that keeps float32 accuracy (``INPUT_PRECISION``: never plain tf32);
-  "direct", and every transposed convolution or a group too narrow for a dot tile (fewer than 16 output
-  channels or reduction terms), gathers the window per output element (padding taps skipped; transposed: the
-  input rows whose stride divides the offset). The direct form ran 25-100x behind cuDNN on a lent H200
-  (conv2d 3x3 at 0.01x eager): one output element a lane, its whole reduction in scalar multiply-adds.
+  a transposed convolution is the same GEMM over the taps that gather into an output position (the input rows
+  whose stride divides the offset; at stride s, all but 1/s of a row's taps are masked off). "direct", and a
+  group too narrow for a dot tile (fewer than 16 output channels or reduction terms), gathers the window per
+  output element. The direct form ran 25-100x behind cuDNN on a lent H200 (conv2d 3x3 at 0.01x eager,
+  conv_transpose2d at 0.002x): one output element a lane, its whole reduction in scalar multiply-adds.
 - ``pool``: max_pool2d (ATen's window walk: a NaN always taken, so the last NaN wins; ties keep the first; the
   index within the plane) and avg_pool2d (ATen's divisor: the window clipped to the padded input,
   count_include_pad, divisor_override; an empty window gives 0).
@@ -191,10 +192,11 @@ def _kv_conv_kernel(x_ptr, w_ptr, b_ptr, p_ptr, out_ptr, total, C, H, W, OC, OH,
 
 _CONV_GEMM_DEVICE = """@triton.jit
 def _kv_conv_gemm_kernel(x_ptr, w_ptr, b_ptr, p_ptr, out_ptr, M, C, H, W, OC, OH, OW, KH, KW, cin_g, cout_g,
-                         HAS_BIAS: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                         HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, PRECISION: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # one group's output tile: rows (n, oh, ow), columns the group's output channels; the reduction runs over
-    # (ci, kh, kw), the weight's own order, so its tile is a plain strided load
+    # (ci, kh, kw), the weight's own order, so its tile is a plain strided load (transposed: the weight is
+    # (C, cout_g, KH, KW), and a tap reads the input row whose stride divides its offset, as the direct kernel)
     g = tl.program_id(2)
     rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -215,21 +217,33 @@ def _kv_conv_gemm_kernel(x_ptr, w_ptr, b_ptr, p_ptr, out_ptr, M, C, H, W, OC, OH
     dw = tl.load(p_ptr + 5).to(tl.int32)
     taps = KH * KW
     K = cin_g * taps
-    top = oh * sh - ph
-    left = ow * sw - pw
+    if TRANSPOSED:  # out[oh] gathers x[ih] with ih * sh - ph + kh * dh == oh
+        top = oh + ph
+        left = ow + pw
+    else:
+        top = oh * sh - ph
+        left = ow * sw - pw
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + tl.arange(0, BLOCK_K)
         mask_k = kk < K
         ci = kk // taps
         tap = kk % taps
-        ih = top[:, None] + (tap // KW)[None, :] * dh
-        iw = left[:, None] + (tap % KW)[None, :] * dw
-        inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        if TRANSPOSED:
+            th = top[:, None] - (tap // KW)[None, :] * dh
+            tw = left[:, None] - (tap % KW)[None, :] * dw
+            ih = th // sh
+            iw = tw // sw
+            inside = (th >= 0) & (tw >= 0) & (th % sh == 0) & (tw % sw == 0) & (ih < H) & (iw < W)
+            w_offs = ((g * cin_g + ci)[:, None].to(tl.int64) * cout_g + rn[None, :]) * taps + tap[:, None]
+        else:
+            ih = top[:, None] + (tap // KW)[None, :] * dh
+            iw = left[:, None] + (tap % KW)[None, :] * dw
+            inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            w_offs = oc[None, :].to(tl.int64) * K + kk[:, None]
         plane = n[:, None] * C + (g * cin_g + ci)[None, :]
         a = tl.load(x_ptr + (plane * H + ih) * W + iw, mask=mask_m[:, None] & mask_k[None, :] & inside, other=0.0)
-        b = tl.load(w_ptr + oc[None, :].to(tl.int64) * K + kk[:, None], mask=mask_k[:, None] & mask_n[None, :],
-                    other=0.0)
+        b = tl.load(w_ptr + w_offs, mask=mask_k[:, None] & mask_n[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     if HAS_BIAS:
         acc += tl.load(b_ptr + oc, mask=mask_n, other=0.0).to(tl.float32)[None, :]
@@ -315,14 +329,14 @@ class TritonAtenConv(_AtenConvRecipe):
 
     @staticmethod
     def _gemm_launch(params: dict[str, Any], transposed: bool) -> str:
-        """The launcher lines that run a plain convolution as an implicit GEMM where its groups fill a dot tile
-        (and return); nothing for the direct form or a transposed convolution."""
-        if transposed or params.get("ALGO", "direct") != "gemm":
+        """The launcher lines that run the convolution as an implicit GEMM where its groups fill a dot tile (and
+        return); nothing for the direct form."""
+        if params.get("ALGO", "direct") != "gemm":
             return ""
         bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
         precision = params.get("INPUT_PRECISION", "ieee")
-        args = (_CONV_ARGS.format(count="N * OH * OW")
-                + f", PRECISION={precision!r}, BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}")
+        args = (_CONV_ARGS.format(count="N * OH * OW") + f", TRANSPOSED={transposed}, PRECISION={precision!r}, "
+                f"BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}")
         grid = f"(triton.cdiv(N * OH * OW, {bm}), triton.cdiv(cout_g, {bn}), groups)"
         return f"""    if cout_g >= {DOT_MIN} and cin_g * KH * KW >= {DOT_MIN}:
         _kv_conv_gemm_kernel[{grid}]({args}{launch_args(params, contract=False)})
