@@ -59,10 +59,19 @@ def kernels_timed_faster(thunks, sync):
     return [Timing.of([1e-3 if name in ("module", "eager") else 0.5e-3]) for name in thunks]
 
 
+def regions_timed_faster(model, path, variants, inputs, sync):
+    """time_in_forward with the same stubbed times (each variant runs once in the forward)."""
+    from kevolve.model.regions import time_in_forward
+
+    time_in_forward(model, path, variants, inputs, sync, rounds=1)
+    return kernels_timed_faster({name: lambda: None for name in variants}, sync)
+
+
 def test_a_hot_region_is_swapped_and_the_model_keeps_its_outputs(harness, tmp_path, monkeypatch):
     from kevolve.model import optimize
 
     monkeypatch.setattr(optimize, "time_interleaved", kernels_timed_faster)
+    monkeypatch.setattr(optimize, "time_in_forward", regions_timed_faster)
     torch.manual_seed(0)
     model, x = Tiny().eval(), torch.randn(2048, 256)
     fast = kevolve.optimize_model(model, [x], target="cpu", budget=2, store=tmp_path / "store.db", min_share=0.0,
@@ -192,3 +201,34 @@ def test_swaps_that_slow_the_whole_forward_are_put_back_least_gain_first(monkeyp
     assert rows["chain"].status == "swapped" and list(swaps) == ["chain"] and len(seen) == 2
     assert isinstance(kept.chain, torch.nn.Identity) and isinstance(model.chain, Chain)
     assert torch.equal(kept.head.weight, model.head.weight) and kept.head is not swapped_head  # the original's
+
+
+class Pause(torch.nn.Module):
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds, self.seen = seconds, []
+
+    def forward(self, x):
+        import time
+
+        self.seen.append(x.clone())
+        time.sleep(self.seconds)
+        return x + 1
+
+
+def test_a_regions_time_is_taken_inside_the_forward_and_the_model_is_left_as_it_was():
+    from kevolve.model.regions import time_in_forward
+
+    slow, fast = Pause(0.02), Pause(0.0)
+    model = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Sequential(slow)).eval()
+    x = torch.tensor([-1.0, 2.0])
+    before, after = time_in_forward(model, "1.0", {"module": slow, "kernel": fast}, [x], lambda: None, rounds=3)
+    assert before.median >= 0.02 > after.median and before.samples == after.samples == 3
+    # each variant ran in the forward, on what the modules before it made of the input (ReLU's zero)
+    assert all(torch.equal(seen, torch.tensor([0.0, 2.0])) for seen in slow.seen + fast.seen)
+    assert len(slow.seen) == len(fast.seen) == 4  # a warm-up forward each, then the rounds
+    assert model[1][0] is slow and not slow._forward_hooks and not slow._forward_pre_hooks
+    assert not fast._forward_hooks and not fast._forward_pre_hooks
+
+    whole, alone = time_in_forward(slow, "", {"module": slow, "kernel": fast}, [x], lambda: None, rounds=2)
+    assert whole.median >= 0.02 > alone.median  # the whole model as the region: each variant is the forward

@@ -2,7 +2,7 @@
 
 The model is profiled by submodule (:mod:`kevolve.model.regions`); the largest regions that can be exported are
 optimized one by one with the search (a region solved before comes from the store at once); a region's kernel is
-swapped in only where its op, timed in this process on the region's own inputs, beats the module it replaces;
+swapped in only where its op, timed inside the model's forward in this process, beats the module it replaces;
 then the whole model is checked against the original on fresh inputs, and a region whose swap makes the model
 disagree is put back (if the model still disagrees, nothing is returned). Inference only: the model runs in
 ``torch.no_grad()`` and its weights are frozen into the kernels.
@@ -22,6 +22,7 @@ from kevolve.errors import KevolveError
 from kevolve.harness import checks
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.model import regions
+from kevolve.model.regions import time_in_forward
 from kevolve.model.report import ModelReport, RegionResult, time_interleaved
 from kevolve.problems.module import draw_like
 from kevolve.problems.problem import Tolerance
@@ -166,8 +167,8 @@ def optimize_model(model: torch.nn.Module, example_inputs: list[torch.Tensor] | 
             continue
         op = result.as_torch_op()
         swap = KernelRegion(op, row.returns, entry.module, entry.inputs)
-        before, after = time_interleaved({"module": lambda: entry.module(*entry.inputs),
-                                          "kernel": lambda: swap(*entry.inputs)}, runner.synchronize)
+        before, after = time_in_forward(model, entry.path, {"module": entry.module, "kernel": swap}, inputs,
+                                        runner.synchronize)
         row.before, row.after, row.op, row.searched = before, after, str(op), result.speedup
         if after.median >= before.median:
             row.status, row.reason = "kept", "its kernel's op is not faster than the module here"

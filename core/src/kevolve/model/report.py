@@ -31,7 +31,8 @@ class RegionResult:
     before: Timing | None = None
     after: Timing | None = None
     #: the kernel's speedup over eager as the search's harness measured it (its own worker, fresh inputs each
-    #: round), beside ``before``/``after``: the op's calls in the caller's process on the region's own inputs
+    #: round), beside ``before``/``after``: the region's time inside the model's forward in the caller's process,
+    #: the module's and the op's (:func:`kevolve.model.regions.time_in_forward`)
     searched: float = 0.0
 
     @property
