@@ -63,13 +63,14 @@ def test_every_op_has_exactly_one_recipe_and_threads_knob():
 
 
 def _status_of_mutant(op: str, edits: dict[str, str]) -> str:
-    """The harness's verdict on the op's default C++ kernel with each ``edits`` key (found exactly once) replaced."""
+    """The harness's verdict on the op's default C++ kernel with each ``edits`` key replaced wherever it is (a
+    loop body is written twice, under OpenMP and without it for small calls: both copies)."""
     problem = CatalogProblem(get_manager().ops.get(op))
     recipe = _recipe(problem)
     params = recipe.space(problem, _facts()).default()
     source = broken = recipe.render(problem, params)
     for original, replacement in edits.items():
-        assert source.count(original) == 1, original
+        assert original in source, original
         broken = broken.replace(original, replacement)
     return _evaluate(recipe, problem, params, broken).status
 

@@ -90,7 +90,7 @@ def test_skipping_the_last_column_is_caught(facts, config):
     params = recipe.space(prob, facts).default()
     source = recipe.render(prob, params)
     write = "for (int64_t j = 0; j < cols; ++j) { yw[j] ="
-    assert source.count(write) == 1
+    assert source.count(write) == (2 if params["threads"] > 1 else 1)  # under OpenMP, and without for small calls
     broken = source.replace(write, "for (int64_t j = 0; j < cols - 1; ++j) { yw[j] =")
     e = evaluate(broken, params, prob, config)
     assert e.status == "wrong_result", (e.status, e.reason)

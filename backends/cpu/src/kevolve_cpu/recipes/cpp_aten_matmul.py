@@ -27,7 +27,7 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_aten import C_TYPES, load, store
-from kevolve_cpu.recipes.cpp_common import parallel_for, threads_param
+from kevolve_cpu.recipes.cpp_common import parallel_for, parallel_loop, threads_param
 from kevolve_cpu.recipes.cpp_matmul import engine
 from kevolve_cpu.recipes.cpp_matmul import space as tiled_space
 
@@ -285,9 +285,13 @@ def _tiled(exact: str, trans_b: bool, bias: bool, params: dict) -> str:
     head, body = exact.split("KV_EXPORT int kevolve_kernel(", 1)
     bias_ok = ("nd == 2 && in[2].ndim == 2 && in[2].shape[0] == 1 && in[2].shape[1] == N && in[2].strides[1] == 1"
                if bias else "true")
-    pragma = parallel_for(int(params["threads"]), work="batch * M * N * K")
-    row_pragma = pragma
-    pragma += " reduction(|:failed)" if pragma else ""
+    threads, work = int(params["threads"]), "batch * M * N * K"
+    bias_arg = "(const float*)in[2].data" if bias else "nullptr"
+    row_loop = parallel_loop(threads, f"""for (int64_t r = 0; r < batch * M; ++r)
+                    kv_gemm_row(a + r * K, b + r / M * K * N, {bias_arg}, c + r * N, N, K);""", work)
+    batch_loop = parallel_loop(threads, """for (int64_t i = 0; i < batch; ++i)  // a GEMM inside a parallel loop runs on its calling thread
+                failed |= kv_gemm(a + i * M * K, b + i * K * N, nullptr, c + i * M * N, M, N, K);""", work,
+                               clauses=" reduction(|:failed)")
     return f"""{head}#include <algorithm>
 #include <cstdlib>
 #include <omp.h>
@@ -342,18 +346,13 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
             const float* b = (const float*)in[1].data;
             float* c = (float*)out[0].data;
             if (M < KV_FEW_ROWS) {{  // a few rows per matrix (a query against its keys): row by row, no packing
-                {row_pragma}
-                for (int64_t r = 0; r < batch * M; ++r)
-                    kv_gemm_row(a + r * K, b + r / M * K * N, {"(const float*)in[2].data" if bias else "nullptr"},
-                                c + r * N, N, K);
+                {row_loop}
                 return 0;
             }}
             if (batch == 1)
-                return kv_gemm(a, b, {"(const float*)in[2].data" if bias else "nullptr"}, c, M, N, K);
+                return kv_gemm(a, b, {bias_arg}, c, M, N, K);
             int failed = 0;
-            {pragma}
-            for (int64_t i = 0; i < batch; ++i)  // a GEMM inside a parallel loop runs on its calling thread
-                failed |= kv_gemm(a + i * M * K, b + i * K * N, nullptr, c + i * M * N, M, N, K);
+            {batch_loop}
             return failed;
         }}
     }}

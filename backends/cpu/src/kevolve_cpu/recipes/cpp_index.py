@@ -20,7 +20,7 @@ from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_common import (
     elementwise_loop,
-    parallel_for,
+    parallel_loop,
     prelude,
     simd_or_unroll,
     task_schedule,
@@ -65,6 +65,13 @@ class CppGather(Recipe):
             const char* ahead = (const char*)(x + (i + {pf}) * cols);
             for (int64_t l = 0; l < prefetch_bytes; l += 64) __builtin_prefetch(ahead + l, 0, 3);
         }}""" if pf else ""
+        loop = f"""for (int64_t i = 0; i < rows; ++i) {{{prefetch}
+        const st_t* __restrict xr = x + i * cols;
+        const int64_t* __restrict ir = index + i * k;
+        st_t* __restrict orow = o + i * k;
+        {_simd(params)}
+        for (int64_t j = 0; j < k; ++j) orow[j] = xr[ir[j]];
+    }}"""
         return _header(problem, params) + f"""
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     if (n_in != 2 || n_out != 1 || in[0].ndim != 2 || in[1].ndim != 2) return 1;
@@ -76,14 +83,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     // whole upcoming rows are prefetched only where a row of indices touches most of its lines
     const int64_t prefetch_bytes = cols <= 8 * k ? cols * (int64_t)sizeof(st_t) : 0;
     (void)prefetch_bytes;
-    {parallel_for(params["threads"], task_schedule(params["rows_per_task"]))}
-    for (int64_t i = 0; i < rows; ++i) {{{prefetch}
-        const st_t* __restrict xr = x + i * cols;
-        const int64_t* __restrict ir = index + i * k;
-        st_t* __restrict orow = o + i * k;
-        {_simd(params)}
-        for (int64_t j = 0; j < k; ++j) orow[j] = xr[ir[j]];
-    }}
+    {parallel_loop(params["threads"], loop, "rows * k", task_schedule(params["rows_per_task"]))}
     return 0;
 }}
 """
@@ -122,23 +122,7 @@ class CppEmbeddingBag(Recipe):
                     for (int64_t l = 0; l < width * (int64_t)sizeof(st_t); l += 64)
                         __builtin_prefetch(ahead + l, 0, 3);""" \
             if pf else ""
-        return _header(problem, params) + f"""
-#define TILE {tile}
-#define LINE (64 / (int)sizeof(st_t) < TILE ? 64 / (int)sizeof(st_t) : TILE)  // elements per cache line
-
-KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
-    if (n_in != 3 || n_out != 1 || in[0].ndim != 2) return 1;
-    const int64_t dim = in[0].shape[1];
-    const int64_t nnz = in[1].shape[0];
-    const int64_t bags = out[0].shape[0];
-    if (in[2].shape[0] != bags + 1) return 1;
-    const st_t* __restrict w = (const st_t*)in[0].data;
-    const int64_t* __restrict idx = (const int64_t*)in[1].data;
-    const int64_t* __restrict off = (const int64_t*)in[2].data;
-    st_t* __restrict o = (st_t*)out[0].data;
-    (void)nnz;
-    {parallel_for(params["threads"], task_schedule(params["bags_per_task"]))}
-    for (int64_t b = 0; b < bags; ++b) {{
+        loop = f"""for (int64_t b = 0; b < bags; ++b) {{
         const int64_t s = off[b], e = off[b + 1];
         st_t* __restrict orow = o + b * dim;
         for (int64_t d0 = 0; d0 < dim; d0 += TILE) {{
@@ -167,7 +151,23 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
                 for (int64_t t = 0; t < width; ++t) orow[d0 + t] = st(acc[t]);
             }}
         }}
-    }}
+    }}"""
+        return _header(problem, params) + f"""
+#define TILE {tile}
+#define LINE (64 / (int)sizeof(st_t) < TILE ? 64 / (int)sizeof(st_t) : TILE)  // elements per cache line
+
+KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
+    if (n_in != 3 || n_out != 1 || in[0].ndim != 2) return 1;
+    const int64_t dim = in[0].shape[1];
+    const int64_t nnz = in[1].shape[0];
+    const int64_t bags = out[0].shape[0];
+    if (in[2].shape[0] != bags + 1) return 1;
+    const st_t* __restrict w = (const st_t*)in[0].data;
+    const int64_t* __restrict idx = (const int64_t*)in[1].data;
+    const int64_t* __restrict off = (const int64_t*)in[2].data;
+    st_t* __restrict o = (st_t*)out[0].data;
+    (void)nnz;
+    {parallel_loop(params["threads"], loop, "nnz * dim", task_schedule(params["bags_per_task"]))}
     return 0;
 }}
 """
@@ -331,6 +331,11 @@ class CppBucketize(Recipe):
         len -= h;
     }}""" if search == "table" else ""
         cleanup = "\n    delete[] table;" if search == "table" else ""
+        loop = f"""for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {{
+        const int64_t i1 = std::min(n, i0 + BLOCK);
+        {{{body}
+        }}
+    }}"""
         return _header(problem, params) + ("#include <immintrin.h>\n" if search == "gather" else "") + f"""
 #define BLOCK {block}
 
@@ -356,12 +361,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
         return lo;
     }};
     (void)lower_bound_branchless;{table}
-    {parallel_for(params["threads"])}
-    for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {{
-        const int64_t i1 = std::min(n, i0 + BLOCK);
-        {{{body}
-        }}
-    }}{cleanup}
+    {parallel_loop(params["threads"], loop, "n")}{cleanup}
     return 0;
 }}
 """

@@ -28,13 +28,13 @@ from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_common import (
-    PARALLEL_MIN_ELEMENTS,
     STORAGE,
     compute_type,
     cpp_expr,
     cpp_literal,
     math_param,
     prelude,
+    serial_below,
     threads_param,
 )
 
@@ -248,10 +248,29 @@ def _kernel(problem: Problem, params: dict[str, Any], n_inputs: int, row_body: s
                     for name, ctype, count in scratch)
     ok = " && ".join(f"{name} != nullptr" for name, _, _ in scratch) or "true"
     release = "".join(f"        free({name});\n" for name, _, _ in scratch)
-    parallel = (f"#pragma omp parallel num_threads({threads}) if(total >= {PARALLEL_MIN_ELEMENTS})"
-                if threads > 1 else "")
-    atomic = "#pragma omp atomic write" if threads > 1 else ""
-    loop_pragma = f"#pragma omp for schedule({params.get('schedule', 'static')})" if threads > 1 else ""
+
+    def walk_tasks(parallel: bool) -> str:
+        """The walk over the row tasks, inside a parallel region (its threads share the tasks) or not."""
+        atomic = "#pragma omp atomic write" if parallel else ""
+        loop_pragma = f"#pragma omp for schedule({params.get('schedule', 'static')})" if parallel else ""
+        return f"""    {{
+{alloc}        const bool ok = {ok};
+        if (!ok) {{
+            {atomic}
+            failed = 1;
+        }}
+        {loop_pragma}
+        for (int64_t t = 0; t < ntasks; ++t) {{
+            if (!ok) continue;  // every thread meets the worksharing loop; one without scratch does no rows
+            const int64_t r_begin = t * per;
+            const int64_t r_end = std::min(rows, r_begin + per);
+{row_loop}
+        }}
+        {"kv_stream_fence();" if _streams(params) else ""}
+{release}    }}"""
+
+    walk = (serial_below("total", f"#pragma omp parallel num_threads({threads})\n" + walk_tasks(True),
+                         walk_tasks(False)) if threads > 1 else walk_tasks(False))
     store = _STORE_BF16 if problem.dtype == torch.bfloat16 else _STORE_SAME
     return (prelude(problem, params) + "#include <cstdlib>\n" + store + (_STREAM_COPY if _streams(params) else "")
             + helpers + f"""
@@ -268,22 +287,7 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     const int64_t ntasks = (rows + per - 1) / per;
     int failed = 0;
 {setup}
-    {parallel}
-    {{
-{alloc}        const bool ok = {ok};
-        if (!ok) {{
-            {atomic}
-            failed = 1;
-        }}
-        {loop_pragma}
-        for (int64_t t = 0; t < ntasks; ++t) {{
-            if (!ok) continue;  // every thread meets the worksharing loop; one without scratch does no rows
-            const int64_t r_begin = t * per;
-            const int64_t r_end = std::min(rows, r_begin + per);
-{row_loop}
-        }}
-        {"kv_stream_fence();" if _streams(params) else ""}
-{release}    }}
+    {walk}
 {cleanup}
     return failed;
 }}
