@@ -294,11 +294,11 @@ static int kv_gemm(const st_t* __restrict A, const st_t* __restrict B, const st_
     const int64_t k_blocks = K > 0 ? (K + TK - 1) / TK : 1;  // K == 0 still stores bias/epilogue once
     const bool whole_k = K * std::max(kv_round_up(TM, MR), kv_round_up(TN, NR)) <= KV_PACK_FLOATS;
     const int nt = (int)std::min<int64_t>({THREADS}, tiles);
-    (void)nt;
     int failed = 0;
     int64_t next_tile = 0;
-    {PARALLEL}
-    {{
+    // each thread's share of the tiles; one thread (one tile, or THREADS 1) runs it without entering OpenMP, whose
+    // team of one costs as much as a whole small product (0.26-0.5 us a call)
+    auto kv_tiles = [&]() {{
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
         // static: a contiguous run of tiles per thread; dynamic: tiles taken in order from a shared counter
         // (keeps both threads busy when one is slowed down; consecutive tiles still mostly share a panel)
@@ -382,6 +382,12 @@ static int kv_gemm(const st_t* __restrict A, const st_t* __restrict B, const st_
         std::free(bbuf);
         std::free(ebuf);
         std::free(cbuf);
+    }};
+    if (nt > 1) {{
+        {PARALLEL}
+        kv_tiles();
+    }} else {{
+        kv_tiles();
     }}
     return failed ? 2 : 0;
 }}
