@@ -90,12 +90,11 @@ class CppMatmul(Recipe):
 def engine(params: dict, *, trans_b: bool = False, bias: bool = False, relu: bool = False) -> str:
     """``kv_gemm`` at ``params`` (this recipe's knobs): after a prelude that defines ``st_t``, ``ld`` and ``st``."""
     mr, nr = micro_shape(params["micro"])
-    threads = int(params["threads"])
     return ENGINE.format(
         MR=mr, NR=nr, NV=nr // VEC, VEC=VEC, TM=params["tile_m"], TN=params["tile_n"], TK=params["tile_k"],
         PACK_A=_b(params["pack_a"]), PACK_B=_b(params["pack_b"]), TRANS_B=_b(trans_b),
         N_OUTER=_b(params["loop_order"] == "nm"), DYNAMIC=_b(params["schedule"] == "dynamic"), HAS_BIAS=_b(bias),
-        RELU=_b(relu), THREADS=threads, PARALLEL="#pragma omp parallel num_threads(nt)" if threads > 1 else "",
+        RELU=_b(relu), THREADS=int(params["threads"]),
     )
 
 
@@ -383,8 +382,8 @@ static int kv_gemm(const st_t* __restrict A, const st_t* __restrict B, const st_
         std::free(ebuf);
         std::free(cbuf);
     }};
-    if (nt > 1) {{
-        {PARALLEL}
+    if (nt > 1) {{  // never with THREADS 1 (nt <= THREADS)
+#pragma omp parallel num_threads(nt)
         kv_tiles();
     }} else {{
         kv_tiles();
