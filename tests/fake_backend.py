@@ -8,7 +8,8 @@ For fault injection: a kernel declaring ``SPREAD = s`` gets one timing sample in
 disturbed measurement), and ``FAKE_TIMING_DELAY_S`` in the environment makes every timing take that long (a
 search slow enough to be interrupted mid-evaluation). ``FAKE_LANE`` names a device of the host's: workers that
 see the same one take turns on it (as on a GPU) instead of sharing the host's cores. With ``FAKE_EVENT_LOG``
-set, each timing appends ``LANE START END`` to that file, so a test can see what ran at once.
+set, each timing appends ``LANE START END`` to that file, so a test can see what ran at once. ``fake_counters``
+profiles with a costly profiler (as Nsight Compute is), which a search runs only on kernels that reach its best.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from kevolve import diagnosis as d
 from kevolve.backend import Backend, BuildResult, Runner, Toolchain
+from kevolve.backend.profiler import RooflineProfiler
 from kevolve.errors import CompileError
 from kevolve.hookspecs import hookimpl
 from kevolve.synthesis.recipe import Recipe
@@ -38,6 +40,7 @@ def facts(bandwidth: float) -> MachineFacts:
 
 FAKE = TargetSpec("fake", "a fake target for tests", ("fk",), ("pyfake",), facts(1e18))
 FAKE_TINY = TargetSpec("fake_tiny", "a fake target with 1 kB/s of bandwidth", (), ("pyfake",), facts(1e3))
+FAKE_COUNTERS = TargetSpec("fake_counters", "a fake target with a costly profiler", (), ("pyfake",), facts(1e18))
 
 
 class PyToolchain(Toolchain):
@@ -55,6 +58,7 @@ class PyToolchain(Toolchain):
         except SyntaxError as exc:
             raise CompileError(f"syntax error: {exc}", log=str(exc), repro="python kernel.py") from None
         workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "built_at_niceness").write_text(str(os.nice(0)))
         path = workdir / "kernel.py"
         path.write_text(source)
         return BuildResult(language=self.language, artifact=str(path), command=f"python -m py_compile {path}")
@@ -119,6 +123,16 @@ class FakeBackend(Backend):
     def recipes(self, target):
         return [FakeRelu()]
 
+    def profiler(self, target):
+        return FakeCounters() if target.name == FAKE_COUNTERS.name else super().profiler(target)
+
+
+class FakeCounters(RooflineProfiler):
+    """Stands in for a hardware-counter profiler: the roofline's metrics under its own name, flagged costly."""
+
+    name = "fake-counters"
+    costly = True
+
 
 class FakeRelu(Recipe):
     """relu with two knobs whose product sets the synthetic cost; 'speed' responds to compute-bound."""
@@ -146,3 +160,4 @@ def kevolve_register_targets(registry):
     backend = FakeBackend()
     registry.add(FAKE, backend)
     registry.add(FAKE_TINY, backend)
+    registry.add(FAKE_COUNTERS, backend)

@@ -4,28 +4,59 @@ lane used by one candidate at a time, and a host that times on its own cores kep
 from __future__ import annotations
 
 import itertools
+import math
+import os
 import threading
 import time
+from pathlib import Path
 
 import kevolve
 import pytest
 from kevolve.backend import TimingLanes
 from kevolve.errors import KevolveError
+from kevolve.harness.build import BUILD_NICENESS
 from kevolve.harness.executor import LocalExecutor, QuietHost
 from kevolve.harness.executors import make_executor
 from kevolve.harness.isolation import RunningClock, run_isolated
 from test_search import tree_shape
 
 
-def test_builds_at_once_and_two_lanes_grow_the_same_tree_as_one_candidate_at_a_time(fake_plugin, tmp_path,
-                                                                                     fast_harness):
+def test_builds_at_once_on_a_quiet_host_grow_the_same_tree_as_one_candidate_at_a_time(fake_plugin, tmp_path,
+                                                                                      fast_harness):
     one = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "a.sqlite", batch=3,
                            harness=fast_harness, executor=LocalExecutor(TimingLanes(), builders=1))
-    lanes = TimingLanes(({"FAKE_LANE": "0"}, {"FAKE_LANE": "1"}), quiet_host=False)
+    many_builds = LocalExecutor(TimingLanes(), builders=3)
+    assert many_builds.depth == 1  # a host that times on its own cores builds nothing while it times
     many = kevolve.optimize("relu", target="fake", budget=6, seed=3, store=tmp_path / "b.sqlite", batch=3,
-                            harness=fast_harness, executor=LocalExecutor(lanes, builders=3))
+                            harness=fast_harness, executor=many_builds)
     assert tree_shape(one) == tree_shape(many)
     assert [n.evaluation.fitness for n in one.nodes] == [n.evaluation.fitness for n in many.nodes]
+
+
+def _pipelined_search(store, harness, slow_lane: str, events: list[dict]):
+    lanes = TimingLanes(tuple({"FAKE_LANE": lane, "FAKE_TIMING_DELAY_S": "0.4" if lane == slow_lane else "0"}
+                              for lane in "01"), quiet_host=False)
+    executor = LocalExecutor(lanes, builders=2)
+    assert executor.depth == 2
+    return kevolve.optimize("relu", target="fake", budget=8, seed=3, store=store, batch=2, harness=harness,
+                            executor=executor, progress=events.append)
+
+
+def test_the_next_batch_builds_while_the_last_is_timed_and_the_tree_does_not_depend_on_which_lane_was_slow(
+        fake_plugin, tmp_path, fast_harness):
+    slow_first, slow_second = [], []
+    one = _pipelined_search(tmp_path / "a.sqlite", fast_harness, "0", slow_first)
+    other = _pipelined_search(tmp_path / "b.sqlite", fast_harness, "1", slow_second)
+    assert len(one.nodes) == 8
+    assert tree_shape(one) == tree_shape(other)
+    assert [n.evaluation.fitness for n in one.nodes] == [n.evaluation.fitness for n in other.nodes]
+    for events in (slow_first, slow_second):
+        submitted = [e["node"] for e in events if e["kind"] == "evaluate"]
+        recorded = [e["node"] for e in events if e["kind"] == "node"]
+        assert recorded == sorted(recorded) == submitted  # recorded in proposal order, each once
+        # a second batch went out before the first batch (its first two nodes) was recorded
+        first_record = next(i for i, e in enumerate(events) if e["kind"] == "node")
+        assert len([e for e in events[:first_record] if e["kind"] == "evaluate"]) > 2, events
 
 
 def test_each_lane_times_one_candidate_at_a_time_and_the_lanes_time_together(fake_plugin, tmp_path, fast_harness):
@@ -120,3 +151,25 @@ def test_a_task_that_claims_to_wait_forever_is_timed_out():
     answer = run_isolated({"entry": "waiting_task:run", "wait_s": 60, "work_s": 0}, timeout_s=2,
                           memory_limit_bytes=2**30)
     assert answer["status"] == "timeout" and time.monotonic() - started < 30, answer
+
+
+def test_a_costly_profiler_runs_only_on_kernels_that_reach_the_best_so_far(fake_plugin, tmp_path, fast_harness):
+    """Hardware counters cost seconds of the device a candidate (Nsight Compute on a GPU): a search asks for them
+    on the kernels at least as fast as its best when they were submitted, and the final re-timing profiles a
+    best kernel the search diagnosed from the roofline alone."""
+    result = kevolve.optimize("relu", target="fake_counters", budget=10, seed=3, store=tmp_path / "s.sqlite",
+                              harness=fast_harness)
+    best, sources = math.inf, []
+    for node in result.nodes:  # one candidate at a time here: each is submitted once the one before is recorded
+        fitness = node.evaluation.fitness
+        sources.append(node.evaluation.diagnosis.source)
+        assert sources[-1] == ("fake-counters" if fitness >= best else "roofline"), (fitness, best, sources)
+        best = fitness if best == math.inf else max(best, fitness)
+    assert {"fake-counters", "roofline"} <= set(sources), sources
+    assert result.final.evaluation.diagnosis.source == "fake-counters"
+
+
+def test_builds_run_nicer_than_the_timing_they_overlap(fake_plugin, tmp_path, fast_harness):
+    kevolve.optimize("relu", target="fake", budget=2, seed=0, store=tmp_path / "s.sqlite", harness=fast_harness)
+    seen = [int(p.read_text()) for p in Path(fast_harness.workdir).rglob("built_at_niceness")]
+    assert seen and set(seen) == {min(19, os.nice(0) + BUILD_NICENESS)}, seen

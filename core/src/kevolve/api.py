@@ -248,12 +248,15 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
         best = search.tree.best()
         if best is not None:
             (progress or (lambda e: None))({"kind": "final", "node": best.id})
+            # the same kernel at the same shape: its profile from the search (on a GPU, 10-17 s a problem of the
+            # device held again for an answer the search has), unless the search diagnosed it from the roofline
+            # alone (a costly profiler runs only on kernels that beat the best so far, search/loop.py)
+            diagnosis = best.evaluation.diagnosis
+            profiled = diagnosis is not None and diagnosis.source == registered.backend.profiler(registered.spec).name
             final = evaluate_candidate(best.candidate, problem, registered.spec.name,
                                        replace(harness, baselines=config.baselines,
-                                               repeats=harness.repeats * 2, profile=False))
-            # the same kernel at the same shape: its profile from the search (on a GPU, 10-17 s a problem of the
-            # device held again for an answer the search has)
-            final.diagnosis = final.diagnosis or best.evaluation.diagnosis
+                                               repeats=harness.repeats * 2, profile=not profiled))
+            final.diagnosis = final.diagnosis or diagnosis
             st.add_node(session_id, NodeRecord(
                 node_id=st.next_node_id(session_id), parent_id=best.id, memory_op="final",
                 synthesizer=best.candidate.synthesizer, recipe=best.candidate.recipe, language=best.candidate.language,

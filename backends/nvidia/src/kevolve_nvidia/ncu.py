@@ -84,6 +84,8 @@ def combine(launches: list[dict]) -> dict[str, float]:
 
 class NcuProfiler(Profiler):
     name = "ncu"
+    #: a process started under ncu and its replayed passes: 8-15 s of the device a candidate on a lent H200
+    costly = True
 
     def available(self) -> tuple[bool, str]:
         if find_ncu() is None:

@@ -39,6 +39,10 @@ class ProfileRequest:
 
 class Profiler(ABC):
     name: str = ""
+    #: a profile holds the device for seconds beyond the kernel's own runs (a profiling process, replayed
+    #: passes): a search asks for it only on kernels that reach its best (HarnessConfig.counters_from) and
+    #: diagnoses the rest from the roofline
+    costly: bool = False
 
     def available(self) -> tuple[bool, str]:
         return True, ""

@@ -29,6 +29,8 @@ from kevolve.synthesis.base import Candidate
 
 #: (candidate's index in the batch, stage report)
 OnStage = Callable[[int, str], None]
+#: waits for a submitted batch and gives its evaluations, in the candidates' order
+Collect = Callable[[], list[Evaluation]]
 
 #: workers a timing lane holds at once where the host need not be quiet: one on the device, and one starting its
 #: runtime, loading its kernel and drawing its timing inputs meanwhile; a worker holds the device itself from its
@@ -41,11 +43,19 @@ class Executor(ABC):
     least this wide so that none of it idles."""
 
     capacity: int = 1
+    #: batches evaluated at once: 2 where a batch can build while the one before it is timed, so that a search
+    #: proposes the next batch before the last one's results are in (from the tree as it was one batch earlier)
+    depth: int = 1
 
     @abstractmethod
+    def submit(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
+               on_stage: OnStage) -> Collect:
+        """Start evaluating the candidates; the returned call waits for their evaluations."""
+
     def evaluate(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
                  on_stage: OnStage) -> list[Evaluation]:
         """Each candidate's evaluation, in the candidates' order."""
+        return self.submit(candidates, problem, target_name, config, on_stage)()
 
     def describe(self) -> str:
         """What it runs on, in words, for the progress display and the session's record."""
@@ -63,6 +73,10 @@ class LocalExecutor(Executor):
         self.lanes = lanes or TimingLanes()
         self.builders = max(1, builders)
         self.capacity = max(self.builders, len(self.lanes.envs))
+        #: one at a time stays one at a time; a quiet host builds nothing while it times, so it has no overlap to win
+        self.depth = 1 if self.lanes.quiet_host or self.capacity == 1 else 2
+        self._builds = threading.BoundedSemaphore(self.builders)
+        self._pool: ThreadPoolExecutor | None = None
         self._free: queue.Queue[dict[str, str]] = queue.Queue()
         for _ in range(1 if self.lanes.quiet_host else WORKERS_PER_LANE):
             for env in self.lanes.envs:
@@ -74,24 +88,31 @@ class LocalExecutor(Executor):
         return (f"this host: {self.builders} build{'s' if self.builders > 1 else ''} at once, {lanes} timing "
                 f"lane{'s' if lanes > 1 else ''}" + (" (the host quiet while timing)" if self._quiet else ""))
 
-    def evaluate(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
-                 on_stage: OnStage) -> list[Evaluation]:
+    def submit(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
+               on_stage: OnStage) -> Collect:
         self._start_lanes(target_name)
 
         def one(index: int) -> Evaluation:
             return self._evaluate_one(candidates[index], problem, target_name, config,
                                       lambda stage: on_stage(index, stage))
 
-        if self.capacity == 1 or len(candidates) == 1:  # in the caller's thread: Ctrl-C reaches it at once
-            return [one(i) for i in range(len(candidates))]
-        with ThreadPoolExecutor(max_workers=min(self.capacity, len(candidates)),
-                                thread_name_prefix="kevolve-eval") as pool:
-            return list(pool.map(one, range(len(candidates))))
+        if self.capacity == 1 or (self.depth == 1 and len(candidates) == 1):
+            evaluations = [one(i) for i in range(len(candidates))]  # in the caller's thread: Ctrl-C reaches it
+            return lambda: evaluations
+        if self._pool is None:  # builds beyond ``builders`` wait for the semaphore, not for a thread
+            self._pool = ThreadPoolExecutor(max_workers=self.capacity * self.depth, thread_name_prefix="kevolve-eval")
+        futures = [self._pool.submit(one, i) for i in range(len(candidates))]
+        return lambda: [future.result() for future in futures]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def _evaluate_one(self, candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
                       on_stage: Callable[[str], None]) -> Evaluation:
         clock = StageClock(on_stage)
-        with self._quiet.building() if self._quiet else nullcontext():
+        with self._builds, self._quiet.building() if self._quiet else nullcontext():
             built = build_candidate(candidate, problem, target_name, config, clock)
         if isinstance(built, Evaluation):
             return finish(built, problem, config, clock)

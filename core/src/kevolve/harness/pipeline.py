@@ -52,6 +52,9 @@ class HarnessConfig:
     time: bool = True
     #: profile a timed kernel for its diagnosis (off for the final re-timing of a kernel the search profiled)
     profile: bool = True
+    #: a costly profiler (Profiler.costly) runs only on kernels at least this many times faster than eager;
+    #: slower ones are diagnosed from the roofline. None: every kernel. A search sets it to its best so far.
+    counters_from: float | None = None
     workdir: str = field(default_factory=lambda: os.path.join(tempfile.gettempdir(), "kevolve-builds"))
 
     def for_worker(self) -> dict:

@@ -22,7 +22,7 @@ from typing import Any
 from kevolve.errors import KevolveError
 from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation
-from kevolve.harness.executor import WORKERS_PER_LANE, Executor, OnStage
+from kevolve.harness.executor import WORKERS_PER_LANE, Collect, Executor, OnStage
 from kevolve.harness.pipeline import Built, HarnessConfig, build_candidate, finish
 from kevolve.harness.throughput import StageClock
 from kevolve.problems.problem import Problem
@@ -58,6 +58,8 @@ class RayExecutor(Executor):
         self.gpus_per_timing = 0 if lanes.quiet_host else 1 / WORKERS_PER_LANE
         resources = ray.cluster_resources()
         self.capacity = capacity or max(1, int(resources.get("CPU", 1)))
+        #: as the local pool's: the next batch builds while the last is timed on the GPUs
+        self.depth = 1 if lanes.quiet_host else 2
         self._build = ray.remote(num_cpus=1, max_retries=RETRIES)(_build_task)
         self._time = ray.remote(num_cpus=1, num_gpus=self.gpus_per_timing, max_retries=RETRIES)(_time_task)
 
@@ -66,8 +68,8 @@ class RayExecutor(Executor):
         return (f"Ray: {len(self.ray.nodes())} node(s), {int(resources.get('CPU', 0))} CPUs, "
                 f"{int(resources.get('GPU', 0))} GPUs")
 
-    def evaluate(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
-                 on_stage: OnStage) -> list[Evaluation]:
+    def submit(self, candidates: list[Candidate], problem: Problem, target_name: str, config: HarnessConfig,
+               on_stage: OnStage) -> Collect:
         from kevolve.plugins import worker_bootstrap
 
         bootstrap, spec = worker_bootstrap(), problem.to_spec()
@@ -75,17 +77,21 @@ class RayExecutor(Executor):
         for i in range(len(candidates)):
             on_stage(i, "compile on the cluster")
         timed = [self._time.remote(b, spec, config, bootstrap) for b in built]  # each starts once its build is done
-        results = []
-        for i, ref in enumerate(timed):
-            try:
-                results.append(self.ray.get(ref))
-            except (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
-                    self.ray.exceptions.RayTaskError, self.ray.exceptions.RaySystemError) as exc:
-                results.append(Evaluation(ev.CRASH, "executor", f"the Ray task evaluating it failed "
-                                          f"{RETRIES + 1} times: {type(exc).__name__}: {str(exc)[:300]}",
-                                          {"error": str(exc)[:2000]}))
-            on_stage(i, "timing done on the cluster")
-        return results
+
+        def collect() -> list[Evaluation]:
+            results = []
+            for i, ref in enumerate(timed):
+                try:
+                    results.append(self.ray.get(ref))
+                except (self.ray.exceptions.WorkerCrashedError, self.ray.exceptions.NodeDiedError,
+                        self.ray.exceptions.RayTaskError, self.ray.exceptions.RaySystemError) as exc:
+                    results.append(Evaluation(ev.CRASH, "executor", f"the Ray task evaluating it failed "
+                                              f"{RETRIES + 1} times: {type(exc).__name__}: {str(exc)[:300]}",
+                                              {"error": str(exc)[:2000]}))
+                on_stage(i, "timing done on the cluster")
+            return results
+
+        return collect
 
     def close(self) -> None:
         if self.started_here and self.ray.is_initialized():

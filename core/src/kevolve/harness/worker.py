@@ -378,7 +378,7 @@ def _shaped(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> list[torch.Tens
 
 
 def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
-    from kevolve.backend.profiler import ProfileRequest, roofline_floor
+    from kevolve.backend.profiler import ProfileRequest, RooflineProfiler, roofline_floor
     from kevolve.backend.toolchain import BuildResult
     from kevolve.plugins import adopt_bootstrap
     from kevolve.problems.problem import dtype_name
@@ -460,6 +460,9 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                                      problem_spec=task["problem"],
                                      bootstrap=task["bootstrap"])
             profiler = backend.profiler(spec)
+            if profiler.costly and config["counters_from"] is not None and "eager" in speedups and \
+                    speedups["eager"].median < config["counters_from"]:
+                profiler = RooflineProfiler()
             metrics = profiler.profile(request)
         diagnosis = backend.classifier(spec).classify(metrics, facts, profiler.name)
         result.update(status=ev.OK, stage="done", diagnosis=diagnosis.to_dict())

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation, evidence_text
-from kevolve.harness.executor import Executor, LocalExecutor
+from kevolve.harness.executor import Collect, Executor, LocalExecutor
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.knowledge import KnowledgeBase, Signals
 from kevolve.problems.problem import Problem, dtype_name
@@ -24,6 +26,19 @@ from kevolve.synthesis import base
 from kevolve.synthesis.base import Candidate, Context, Synthesizer
 
 Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class _Batch:
+    """Candidates out for evaluation together, and where they go in the tree."""
+
+    parent_id: int
+    memory_op: str
+    ids: list[int]
+    candidates: list[Candidate]
+    #: the candidates' indices that are evaluated (a failed synthesis is recorded as it is)
+    runnable: list[int]
+    collect: Collect
 
 
 @dataclass
@@ -88,45 +103,79 @@ class Search:
         return len(self.tree.nodes) - 1
 
     def run(self) -> str:
+        """Propose batches and record their evaluations until a stop condition. Up to ``executor.depth`` batches
+        are evaluated at once: a batch is proposed from the tree as it stands when the one before it is submitted,
+        and batches are recorded in the order they were proposed, so the tree depends on the seed, the executor's
+        depth and the measured fitness, never on which evaluation finished first."""
         started = time.monotonic()
+        self._next_id = self.store.next_node_id(self.session_id)  # past a resumed session's final re-timings too
+        in_flight: deque[_Batch] = deque()
+        queued: deque[tuple[int, str, list[Candidate]]] = deque()  # proposed groups not yet submitted
         empty_rounds = 0
+        stop = ""
         while True:
-            reason = self._should_stop(started)
-            if reason:
-                return reason
-            step = len(self.tree.nodes) + empty_rounds * 7919
-            stalled = self.since_improvement >= self.budget.stall
-            if stalled:
-                self.stalls += 1
-                self.since_improvement = 0
-                if self.stalls >= 2:
-                    return f"stalled: no 1% improvement in {self.budget.stall} candidates, twice"
-            parent_id, memory_op = self.strategy.select(self.tree, random.Random(self.seed * 1_000_003 + 2 * step),
-                                                        stalled)
-            context = self._context(parent_id, memory_op, random.Random(self.seed * 1_000_003 + 2 * step + 1))
-            self.progress({"kind": "expand", "parent": parent_id, "memory_op": memory_op})
-            # a failed synthesis is recorded every time (its reason feeds the next prompt); code is evaluated once
-            fresh = [c for c in self.synthesizer.propose(context) if c.error or c.source_hash not in self.tree.by_hash]
-            self.duplicates += context.n - len(fresh)
-            if not fresh:
-                empty_rounds += 1
-                if empty_rounds >= self.synthesizer.patience:
-                    return (f"exhausted: the synthesizer proposed nothing new in {empty_rounds} expansions in a row")
-                self.since_improvement += 1
-                continue
-            empty_rounds = 0
-            width = self.executor.capacity
-            for start in range(0, len(fresh), width):
-                if self._should_stop(started):
+            while not stop and len(in_flight) < self.executor.depth:
+                stop = self._should_stop(started)
+                if stop or self._counted(in_flight) >= self.budget.candidates:
                     break
-                group: list[Candidate] = []
-                for candidate in fresh[start:start + width]:
-                    if candidate.error or (candidate.source_hash not in self.tree.by_hash
-                                           and all(c.error or c.source_hash != candidate.source_hash for c in group)):
-                        group.append(candidate)
-                room = self.budget.candidates - self.evaluated_count()
+                if not queued:
+                    proposed = self._propose(empty_rounds, in_flight)
+                    if isinstance(proposed, str):
+                        stop = proposed
+                        break
+                    if not proposed:
+                        if in_flight:  # the batches still out may give the synthesizer something new
+                            break
+                        empty_rounds += 1
+                        if empty_rounds >= self.synthesizer.patience:
+                            stop = f"exhausted: the synthesizer proposed nothing new in {empty_rounds} expansions in a row"
+                        self.since_improvement += 1
+                        continue
+                    empty_rounds = 0
+                    queued.extend(proposed)
+                parent_id, memory_op, candidates = queued.popleft()
+                group = self._unseen(candidates, in_flight)[:self.budget.candidates - self._counted(in_flight)]
                 if group:
-                    self._evaluate(parent_id, memory_op, group[:room])
+                    in_flight.append(self._submit(parent_id, memory_op, group))
+            if not in_flight:
+                return stop
+            self._record_batch(in_flight.popleft())
+
+    def _propose(self, empty_rounds: int, in_flight: deque[_Batch]) -> list[tuple[int, str, list[Candidate]]] | str:
+        """The next expansion's new candidates in groups as wide as the executor evaluates at once, or why the
+        search ends."""
+        # the rng follows the tree's size once the batches out are recorded: two proposals never share a seed
+        step = self._counted(in_flight) + 1 + empty_rounds * 7919
+        stalled = self.since_improvement >= self.budget.stall
+        if stalled:
+            self.stalls += 1
+            self.since_improvement = 0
+            if self.stalls >= 2:
+                return f"stalled: no 1% improvement in {self.budget.stall} candidates, twice"
+        parent_id, memory_op = self.strategy.select(self.tree, random.Random(self.seed * 1_000_003 + 2 * step), stalled)
+        context = self._context(parent_id, memory_op, random.Random(self.seed * 1_000_003 + 2 * step + 1),
+                                room=self.budget.candidates - self._counted(in_flight))
+        self.progress({"kind": "expand", "parent": parent_id, "memory_op": memory_op})
+        # a failed synthesis is recorded every time (its reason feeds the next prompt); code is evaluated once
+        fresh = self._unseen(self.synthesizer.propose(context), in_flight)
+        self.duplicates += context.n - len(fresh)
+        width = self.executor.capacity
+        return [(parent_id, memory_op, fresh[i:i + width]) for i in range(0, len(fresh), width)]
+
+    def _unseen(self, candidates: list[Candidate], in_flight: deque[_Batch]) -> list[Candidate]:
+        """The candidates whose code is neither in the tree, nor out for evaluation, nor earlier in the list
+        (failed syntheses all stay)."""
+        seen = set(self.tree.by_hash) | {c.source_hash for batch in in_flight for c in batch.candidates}
+        unseen = []
+        for candidate in candidates:
+            if candidate.error or candidate.source_hash not in seen:
+                unseen.append(candidate)
+                seen.add(candidate.source_hash)
+        return unseen
+
+    def _counted(self, in_flight: deque[_Batch]) -> int:
+        """Candidates evaluated or out for evaluation: what the budget counts."""
+        return self.evaluated_count() + sum(len(batch.candidates) for batch in in_flight)
 
     def _should_stop(self, started: float) -> str:
         if self.evaluated_count() >= self.budget.candidates:
@@ -137,21 +186,30 @@ class Search:
             return f"target speedup {self.budget.target_speedup:g}x reached"
         return self.synthesizer.stop_reason()
 
-    def _evaluate(self, parent_id: int, memory_op: str, candidates: list[Candidate]) -> None:
-        """Evaluate the candidates together (as many at once as the executor can) and record them in their
-        order: node ids, the store and the tree do not depend on which evaluation finished first."""
-        first = self.store.next_node_id(self.session_id)  # past a resumed session's final re-timings too
-        ids = [first + i for i in range(len(candidates))]
+    def _submit(self, parent_id: int, memory_op: str, candidates: list[Candidate]) -> _Batch:
+        """Start evaluating the candidates (as many at once as the executor can); node ids follow the proposal
+        order."""
+        ids = list(range(self._next_id, self._next_id + len(candidates)))
+        self._next_id += len(candidates)
         for node_id, candidate in zip(ids, candidates):
             self.progress({"kind": "evaluate", "node": node_id, "note": candidate.note})
         runnable = [i for i, c in enumerate(candidates) if not c.error]
-        evaluated = dict(zip(runnable, self.executor.evaluate(
-            [candidates[i] for i in runnable], self.problem, self.target.spec.name, self.harness,
-            on_stage=lambda i, stage: self.progress({"kind": "stage", "node": ids[runnable[i]], "stage": stage}))))
-        for i, (node_id, candidate) in enumerate(zip(ids, candidates)):
+        # a costly profile (hardware counters) only for kernels that reach the best so far: the first batch has
+        # none, and the final re-timing profiles a best it left unprofiled (api._run)
+        harness = replace(self.harness, counters_from=self.best_fitness or math.inf)
+        collect = self.executor.submit(
+            [candidates[i] for i in runnable], self.problem, self.target.spec.name, harness,
+            on_stage=lambda i, stage: self.progress({"kind": "stage", "node": ids[runnable[i]], "stage": stage}))
+        return _Batch(parent_id, memory_op, ids, candidates, runnable, collect)
+
+    def _record_batch(self, batch: _Batch) -> None:
+        """Wait for a batch's evaluations and record them in their order: node ids, the store and the tree do not
+        depend on which evaluation finished first."""
+        evaluated = dict(zip(batch.runnable, batch.collect()))
+        for i, (node_id, candidate) in enumerate(zip(batch.ids, batch.candidates)):
             evaluation = evaluated.get(i) or Evaluation(ev.SYNTHESIS_ERROR, "synthesis", candidate.error,
                                                         {"response": candidate.trace.get("response", "")})
-            self._record(parent_id, memory_op, node_id, candidate, evaluation)
+            self._record(batch.parent_id, batch.memory_op, node_id, candidate, evaluation)
 
     def _record(self, parent_id: int, memory_op: str, node_id: int, candidate: Candidate,
                 evaluation: Evaluation) -> None:
@@ -176,7 +234,7 @@ class Search:
         self.best_fitness = max(self.best_fitness, fitness)
         self.tree.backpropagate(node_id, fitness / self.best_fitness if self.best_fitness > 0 else 0.0)
 
-    def _context(self, parent_id: int, memory_op: str, rng: random.Random) -> Context:
+    def _context(self, parent_id: int, memory_op: str, rng: random.Random, room: int) -> Context:
         tree = self.tree
         parent = tree.nodes[parent_id] if parent_id != ROOT else None
         if memory_op == base.INHERIT and parent is not None:
@@ -202,7 +260,7 @@ class Search:
         return Context(
             problem=self.problem, target=self.target.spec, facts=self.facts, memory_op=memory_op, rng=rng,
             # as wide as the executor evaluates at once, none paid for unused
-            n=max(1, min(max(self.budget.batch, self.executor.capacity), self.budget.candidates - self.evaluated_count())),
+            n=max(1, min(max(self.budget.batch, self.executor.capacity), room)),
             knowledge=self.docs.retrieve(signals) if self.knowledge else [],
             hints=self.docs.hints(signals) if self.knowledge else {},
             history=history, parent=parent.history_item() if parent is not None else None, diagnosis=diagnosis,
