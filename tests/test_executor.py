@@ -1,5 +1,7 @@
-"""Several candidates evaluated at once (kevolve.harness.executor): the same tree as one at a time, each timing
-lane used by one candidate at a time, and a host that times on its own cores kept quiet while it times."""
+"""Several candidates evaluated at once (kevolve.harness.executor): the same tree as one at a time where one batch
+is out, a pipelined tree that does not depend on which lane was slow, each timing lane used by one candidate at
+a time, a host that times on its own cores kept quiet while it times, builds niced, and a costly profiler kept
+for the kernels that reach the best."""
 
 from __future__ import annotations
 
