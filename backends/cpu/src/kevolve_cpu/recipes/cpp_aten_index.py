@@ -23,14 +23,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kevolve import diagnosis as d
 from kevolve.conformance.kernel import conformance_kernel
 from kevolve.problems.problem import Problem
 from kevolve.synthesis.recipe import Recipe
-from kevolve.synthesis.schedule import ScheduleSpace
+from kevolve.synthesis.schedule import Param, ScheduleSpace
 from kevolve.target import MachineFacts
 
 from kevolve_cpu.recipes.cpp_aten import C_TYPES, compute_type, load, store
-from kevolve_cpu.recipes.cpp_common import parallel_for, threads_param
+from kevolve_cpu.recipes.cpp_common import parallel_for, parallel_loop, threads_param
+from kevolve_cpu.recipes.cpp_index import bag_sum_loop
 
 #: scatter reductions: (combine(cur, v) in C++, identity when include_self is False)
 _SCATTER_OPS = {
@@ -409,6 +411,13 @@ class CppAtenEmbeddingBag(_IndexRecipe):
     name = "cpp.aten_embedding_bag"
     layout = "embedding_bag"
 
+    def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
+        # the sum's dim tile, accumulated in registers as the catalog's embedding_bag does (a wider row than the
+        # tile runs in several passes; a narrower one element by element)
+        return ScheduleSpace([threads_param(facts), Param("dim_tile", (16, 32, 64, 128), {d.COMPUTE_BOUND: +1,
+                                                                                         d.SPILL_BOUND: -1},
+                                                         default=64)])
+
     def body(self, k: Any, dtypes: list[str], params: dict) -> str:
         a = k.attrs
         wt, it = dtypes[0], dtypes[1]
@@ -422,6 +431,10 @@ class CppAtenEmbeddingBag(_IndexRecipe):
             end = (include_last || b + 1 < n_off) ? (int64_t)off[b + 1] : N;""" if a["offsets"] else """\
             start = b * length;
             end = start + length;"""
+        if a["mode"] == "sum" and not a["weights"] and a["max_norm"] is None:
+            loop = self._tiled_sum(wt, bounds, params)
+        else:
+            loop = self._rowwise(a, dtypes, slot, bounds)
         return f"""    if (n_in != {slot + 1} || n_out != 1) return 1;
 {_dtype_checks(dtypes, [wt])}
     const kv_tensor* W = &in[0];
@@ -429,8 +442,11 @@ class CppAtenEmbeddingBag(_IndexRecipe):
     if (W->ndim != 2) return 2;
     const int64_t rows = W->shape[0], D = W->shape[1], N = kv_numel(&in[1]);
     const int64_t length = P[1], pad = P[2], include_last = P[3];
+    const int64_t dim = D, nnz = N;  // the names the tiled loop reads
     (void)length;
     (void)include_last;
+    (void)dim;
+    (void)nnz;
 {_pointer("w", 0, wt)}
 {_pointer("idx", 1, it)}
 {offsets}
@@ -440,9 +456,25 @@ class CppAtenEmbeddingBag(_IndexRecipe):
     if (bags < 0 || kv_numel(&out[0]) != bags * D) return 2;
     {_ctype(wt)}* __restrict o = ({_ctype(wt)}*)out[0].data;
     int bad = 0;
-    const int64_t KV_AHEAD = 16;
-    {_parallel(params, "reduction(|:bad)")}
-    for (int64_t b = 0; b < bags; ++b) {{
+    {parallel_loop(params["threads"], loop, "N * D", clauses=" reduction(|:bad)")}
+    return bad ? 2 : 0;"""
+
+    @staticmethod
+    def _tiled_sum(wt: str, bounds: str, params: dict) -> str:
+        """Plain sum pooling (what an nn.EmbeddingBag of an ads model runs): the catalog's register-tiled loop."""
+        return bag_sum_loop(params["dim_tile"], 16, f"""int64_t start, end;
+{bounds}
+        const int64_t s = std::max<int64_t>(start, 0), e = std::min<int64_t>(end, nnz);""",
+                            _ctype(wt), lambda x: load(wt, x), lambda x: store(wt, x),
+                            row_checks="if (r == pad) continue;\n                    "
+                                       "if (r < 0 || r >= rows) { bad = 1; continue; }")
+
+    def _rowwise(self, a: dict[str, Any], dtypes: list[str], slot: int, bounds: str) -> str:
+        """Every other mode: a row at a time into a per-thread accumulator (max, mean, per-sample weights,
+        max_norm)."""
+        wt = dtypes[0]
+        return f"""for (int64_t b = 0; b < bags; ++b) {{
+        constexpr int64_t KV_AHEAD = 16;
         static thread_local std::vector<ct_t> acc;  // one per thread, not an allocation per bag
         acc.assign(D, (ct_t)0);
         int64_t start, end, used = 0;
@@ -472,8 +504,7 @@ class CppAtenEmbeddingBag(_IndexRecipe):
         }}
         {"if (used > 0) for (int64_t d = 0; d < D; ++d) acc[d] /= (ct_t)used;" if a["mode"] == "mean" else ""}
         for (int64_t d = 0; d < D; ++d) o[b * D + d] = {store(wt, "acc[d]")};
-    }}
-    return bad ? 2 : 0;"""
+    }}"""
 
     @staticmethod
     def _accumulate(mode: str, weighted: bool) -> str:

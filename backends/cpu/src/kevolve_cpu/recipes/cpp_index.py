@@ -9,6 +9,8 @@ accumulate in float.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from kevolve import diagnosis as d
 from kevolve.problems.ops import HASH_MULTIPLIERS, HASH_SHIFTS
@@ -112,50 +114,9 @@ class CppEmbeddingBag(Recipe):
         ])
 
     def render(self, problem: Problem, params: dict) -> str:
-        pf, tile = params["prefetch"], params["dim_tile"]
-        # each tile pass prefetches its own slice of the row `pf` lookups ahead, one prefetch per cache line
-        # interleaved with the adds (the last lookups re-prefetch the last row: no branch in the loop)
-        ahead = f"const st_t* ahead = w + idx[j + {pf} < nnz ? j + {pf} : nnz - 1] * dim + d0;" if pf else ""
-        line_prefetch = "__builtin_prefetch(ahead + c, 0, 3);" if pf else ""
-        prefetch_tail = f"""
-                    const char* ahead = (const char*)(w + idx[j + {pf} < nnz ? j + {pf} : nnz - 1] * dim + d0);
-                    for (int64_t l = 0; l < width * (int64_t)sizeof(st_t); l += 64)
-                        __builtin_prefetch(ahead + l, 0, 3);""" \
-            if pf else ""
-        loop = f"""for (int64_t b = 0; b < bags; ++b) {{
-        const int64_t s = off[b], e = off[b + 1];
-        st_t* __restrict orow = o + b * dim;
-        for (int64_t d0 = 0; d0 < dim; d0 += TILE) {{
-            ct_t acc[TILE];
-            if (d0 + TILE <= dim) {{
-                for (int t = 0; t < TILE; ++t) acc[t] = 0;
-                for (int64_t j = s; j < e; ++j) {{
-                    {ahead}
-                    const st_t* __restrict row = w + idx[j] * dim + d0;
-                    #pragma GCC unroll 16
-                    for (int c = 0; c < TILE; c += LINE) {{
-                        {line_prefetch}
-                        #pragma omp simd
-                        for (int t = c; t < c + LINE; ++t) acc[t] += ld(row[t]);
-                    }}
-                }}
-                #pragma omp simd
-                for (int t = 0; t < TILE; ++t) orow[d0 + t] = st(acc[t]);
-            }} else {{
-                const int64_t width = dim - d0;
-                for (int64_t t = 0; t < width; ++t) acc[t] = 0;
-                for (int64_t j = s; j < e; ++j) {{{prefetch_tail}
-                    const st_t* __restrict row = w + idx[j] * dim + d0;
-                    for (int64_t t = 0; t < width; ++t) acc[t] += ld(row[t]);
-                }}
-                for (int64_t t = 0; t < width; ++t) orow[d0 + t] = st(acc[t]);
-            }}
-        }}
-    }}"""
+        loop = bag_sum_loop(params["dim_tile"], params["prefetch"], "const int64_t s = off[b], e = off[b + 1];",
+                            "st_t", lambda x: f"ld({x})", lambda x: f"st({x})")
         return _header(problem, params) + f"""
-#define TILE {tile}
-#define LINE (64 / (int)sizeof(st_t) < TILE ? 64 / (int)sizeof(st_t) : TILE)  // elements per cache line
-
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     if (n_in != 3 || n_out != 1 || in[0].ndim != 2) return 1;
     const int64_t dim = in[0].shape[1];
@@ -171,6 +132,59 @@ KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, 
     return 0;
 }}
 """
+
+
+def bag_sum_loop(tile: int, prefetch: int, bounds: str, storage: str, ld: Callable[[str], str],
+                 st: Callable[[str], str], row_checks: str = "") -> str:
+    """The loop over bags that sums each bag's weight rows, the dim in tiles of ``tile`` accumulated in
+    registers, each tile pass prefetching its slice of the row ``prefetch`` lookups ahead (one prefetch per cache
+    line, interleaved with the adds; 0: none). It sees ``w``, ``idx``, ``o``, ``dim``, ``nnz`` and ``bags``;
+    ``bounds`` sets the bag's ``s`` and ``e`` from ``b``; ``row_checks`` may ``continue`` past the row ``r``
+    (a padding index, one out of range). The catalog's embedding_bag and the ATen kernel a captured program's
+    ``_embedding_bag`` lowers to both run it."""
+    line = f"(64 / (int)sizeof({storage}) < {tile} ? 64 / (int)sizeof({storage}) : {tile})"
+    ahead = f"""const char* ahead = (const char*)(w + (int64_t)idx[j + {prefetch} < nnz ? j + {prefetch} : nnz - 1] * dim + d0);""" \
+        if prefetch else ""
+    line_prefetch = "__builtin_prefetch(ahead + c * (int64_t)sizeof(*w), 0, 3);" if prefetch else ""
+    tail_prefetch = """for (int64_t l = 0; l < width * (int64_t)sizeof(*w); l += 64) __builtin_prefetch(ahead + l, 0, 3);""" \
+        if prefetch else ""
+    return f"""for (int64_t b = 0; b < bags; ++b) {{
+        constexpr int TILE = {tile}, LINE = {line};  // LINE: elements per cache line
+        {bounds}
+        {storage}* __restrict orow = o + b * dim;
+        for (int64_t d0 = 0; d0 < dim; d0 += TILE) {{
+            ct_t acc[TILE];
+            if (d0 + TILE <= dim) {{
+                for (int t = 0; t < TILE; ++t) acc[t] = 0;
+                for (int64_t j = s; j < e; ++j) {{
+                    const int64_t r = (int64_t)idx[j];
+                    {row_checks}
+                    {ahead}
+                    const {storage}* __restrict row = w + r * dim + d0;
+                    #pragma GCC unroll 16
+                    for (int c = 0; c < TILE; c += LINE) {{
+                        {line_prefetch}
+                        #pragma omp simd
+                        for (int t = c; t < c + LINE; ++t) acc[t] += {ld("row[t]")};
+                    }}
+                }}
+                #pragma omp simd
+                for (int t = 0; t < TILE; ++t) orow[d0 + t] = {st("acc[t]")};
+            }} else {{
+                const int64_t width = dim - d0;
+                for (int64_t t = 0; t < width; ++t) acc[t] = 0;
+                for (int64_t j = s; j < e; ++j) {{
+                    const int64_t r = (int64_t)idx[j];
+                    {row_checks}
+                    {ahead}
+                    {tail_prefetch}
+                    const {storage}* __restrict row = w + r * dim + d0;
+                    for (int64_t t = 0; t < width; ++t) acc[t] += {ld("row[t]")};
+                }}
+                for (int64_t t = 0; t < width; ++t) orow[d0 + t] = {st("acc[t]")};
+            }}
+        }}
+    }}"""
 
 
 # --- bucketize ------------------------------------------------------------------------------------------------
