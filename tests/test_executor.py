@@ -17,7 +17,7 @@ import pytest
 from kevolve.backend import TimingLanes
 from kevolve.errors import KevolveError
 from kevolve.harness.build import BUILD_NICENESS
-from kevolve.harness.executor import LocalExecutor, QuietHost
+from kevolve.harness.executor import NOT_EVALUATED, LocalExecutor, QuietHost
 from kevolve.harness.executors import make_executor
 from kevolve.harness.isolation import RunningClock, run_isolated
 from test_search import tree_shape
@@ -175,3 +175,22 @@ def test_builds_run_nicer_than_the_timing_they_overlap(fake_plugin, tmp_path, fa
     kevolve.optimize("relu", target="fake", budget=2, seed=0, store=tmp_path / "s.sqlite", harness=fast_harness)
     seen = [int(p.read_text()) for p in Path(fast_harness.workdir).rglob("built_at_niceness")]
     assert seen and set(seen) == {min(19, os.nice(0) + BUILD_NICENESS)}, seen
+
+
+def test_a_closed_executor_starts_no_build_or_timing_it_was_still_holding(fake_plugin, fast_harness):
+    """An interrupted search closes its executor with two batches out: what has not started building or timing
+    comes back not evaluated at once, instead of holding the exit for every queued candidate."""
+    import fake_backend
+    from kevolve.api import resolve_problem
+    from kevolve.synthesis.base import Candidate
+
+    problem = resolve_problem("relu", None, None, None)
+    recipe = fake_backend.FakeRelu()
+    candidates = [Candidate(recipe.render(problem, {"speed": s, "style": "a"}), "pyfake", {"speed": s})
+                  for s in range(1, 5)]
+    lanes = TimingLanes(({"FAKE_LANE": "0", "FAKE_TIMING_DELAY_S": "0.5"},), quiet_host=False)
+    executor = LocalExecutor(lanes, builders=2)  # two builds at a time: two wait for them
+    collect = executor.submit(candidates, problem, "fake", fast_harness, lambda i, stage: None)
+    executor.close()
+    reasons = [e.reason for e in collect()]
+    assert sum(r == NOT_EVALUATED.reason for r in reasons) >= 2, reasons

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 
 from kevolve.backend.base import TimingLanes
+from kevolve.harness import evaluation as ev
 from kevolve.harness.evaluation import Evaluation
 from kevolve.harness.isolation import zygote
 from kevolve.harness.pipeline import HarnessConfig, build_candidate, finish, lane_worker_env
@@ -31,6 +32,9 @@ from kevolve.synthesis.base import Candidate
 OnStage = Callable[[int, str], None]
 #: waits for a submitted batch and gives its evaluations, in the candidates' order
 Collect = Callable[[], list[Evaluation]]
+#: what a candidate still waiting to build or to be timed gets once the executor is closed (never recorded: the
+#: search that submitted it has ended)
+NOT_EVALUATED = Evaluation(ev.CRASH, "executor", "not evaluated: the search ended first")
 
 #: workers a timing lane holds at once where the host need not be quiet: one on the device, and one starting its
 #: runtime, loading its kernel and drawing its timing inputs meanwhile; a worker holds the device itself from its
@@ -77,6 +81,9 @@ class LocalExecutor(Executor):
         self.depth = 1 if self.lanes.quiet_host or self.capacity == 1 else 2
         self._builds = threading.BoundedSemaphore(self.builders)
         self._pool: ThreadPoolExecutor | None = None
+        #: set by close(): evaluations not yet building or timing end at once (an interrupted search waits only
+        #: for the workers already running, not for two batches)
+        self._stopping = threading.Event()
         self._free: queue.Queue[dict[str, str]] = queue.Queue()
         for _ in range(1 if self.lanes.quiet_host else WORKERS_PER_LANE):
             for env in self.lanes.envs:
@@ -100,11 +107,13 @@ class LocalExecutor(Executor):
             evaluations = [one(i) for i in range(len(candidates))]  # in the caller's thread: Ctrl-C reaches it
             return lambda: evaluations
         if self._pool is None:  # builds beyond ``builders`` wait for the semaphore, not for a thread
+            self._stopping.clear()
             self._pool = ThreadPoolExecutor(max_workers=self.capacity * self.depth, thread_name_prefix="kevolve-eval")
         futures = [self._pool.submit(one, i) for i in range(len(candidates))]
         return lambda: [future.result() for future in futures]
 
     def close(self) -> None:
+        self._stopping.set()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -113,10 +122,14 @@ class LocalExecutor(Executor):
                       on_stage: Callable[[str], None]) -> Evaluation:
         clock = StageClock(on_stage)
         with self._builds, self._quiet.building() if self._quiet else nullcontext():
+            if self._stopping.is_set():
+                return NOT_EVALUATED
             built = build_candidate(candidate, problem, target_name, config, clock)
         if isinstance(built, Evaluation):
             return finish(built, problem, config, clock)
         with self._lane(clock) as env, self._quiet.timing() if self._quiet else nullcontext():
+            if self._stopping.is_set():
+                return NOT_EVALUATED
             return finish(built, problem, config, clock, env)
 
     def _start_lanes(self, target_name: str) -> None:
