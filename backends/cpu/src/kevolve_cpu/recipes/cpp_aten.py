@@ -16,7 +16,7 @@ from kevolve.synthesis.recipe import Recipe
 from kevolve.synthesis.schedule import ScheduleSpace
 from kevolve.target import MachineFacts
 
-from kevolve_cpu.recipes.cpp_common import cpp_expr, math_param, parallel_for, threads_param
+from kevolve_cpu.recipes.cpp_common import cpp_expr, math_param, parallel_loop, threads_param
 
 #: dtype name -> (C storage type, kv_dtype enum); bfloat16 is stored as its 16-bit pattern
 C_TYPES = {"float32": ("float", "KV_FLOAT32"), "float64": ("double", "KV_FLOAT64"), "int64": ("int64_t", "KV_INT64"),
@@ -72,15 +72,17 @@ class CppAtenPointwise(Recipe):
             checks.append(f"    if (in[{i}].dtype != {C_TYPES[dtype][1]}) return 3;")
         pointers = "\n".join(f"    const {C_TYPES[d][0]}* __restrict p{i} = (const {C_TYPES[d][0]}*)in[{i}].data;"
                              for i, (_, d) in enumerate(sources))
-        pragma = parallel_for(params["threads"])
+        def spread(loop: str, work: str = "n") -> str:
+            """The loop over the threads, or on the calling thread for a call too small to pay OpenMP's entry."""
+            return "    " + parallel_loop(params["threads"], loop, work)
+
         if k.layout == "same":
             checks += [f"    if (kv_numel(&in[{i}]) != n) return 2;" for i in range(len(sources))]
             loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
-            loop = f"""    {pragma}
-    for (int64_t i = 0; i < n; ++i) {{
+            loop = spread(f"""for (int64_t i = 0; i < n; ++i) {{
         {loads}
         o[i] = {store(k.out_dtype, value)};
-    }}"""
+    }}""")
         elif k.layout == "broadcast":
             checks.append("    const int64_t nd = out[0].ndim;")
             checks += [f"    if (in[{i}].ndim != nd) return 2;" for i in range(len(sources))]
@@ -94,11 +96,23 @@ class CppAtenPointwise(Recipe):
                                  for i, (name, d) in enumerate(k.inputs))
             dense = " && ".join(f"kv_dense_like(&in[{i}], &out[0])" for i in range(len(sources)))
             flat = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
-            flat_loop = f"""    {pragma}
-    for (int64_t i = 0; i < n; ++i) {{
+            flat_loop = spread(f"""for (int64_t i = 0; i < n; ++i) {{
         {flat}
         o[i] = {store(k.out_dtype, value)};
-    }}"""
+    }}""")
+            span_loop = spread(f"""for (int64_t t = 0; t < outer * spans; ++t) {{
+        const int64_t r = t / spans, j0 = t % spans * span, j1 = j0 + span < inner ? j0 + span : inner;
+        int64_t rest = r, {", ".join(f"o{i} = 0" for i in range(len(sources)))};
+        for (int64_t d = nd - 2; d >= 0; --d) {{
+            const int64_t c = rest % out[0].shape[d];
+            rest /= out[0].shape[d];
+            {offsets}
+        }}
+        for (int64_t j = j0; j < j1; ++j) {{
+            {row_loads}
+            o[r * inner + j] = {store(k.out_dtype, value)};
+        }}
+    }}""")
             if not sources:  # a fill
                 loop = flat_loop
             else:
@@ -113,20 +127,7 @@ class CppAtenPointwise(Recipe):
     const int64_t last = nd > 0 ? nd - 1 : 0, inner = nd > 0 ? out[0].shape[last] : 1;
     const int64_t outer = inner > 0 ? n / inner : 0, span = inner < 4096 ? inner : 4096;
     const int64_t spans = inner > 0 ? (inner + span - 1) / span : 0;
-    {pragma}
-    for (int64_t t = 0; t < outer * spans; ++t) {{
-        const int64_t r = t / spans, j0 = t % spans * span, j1 = j0 + span < inner ? j0 + span : inner;
-        int64_t rest = r, {", ".join(f"o{i} = 0" for i in range(len(sources)))};
-        for (int64_t d = nd - 2; d >= 0; --d) {{
-            const int64_t c = rest % out[0].shape[d];
-            rest /= out[0].shape[d];
-            {offsets}
-        }}
-        for (int64_t j = j0; j < j1; ++j) {{
-            {row_loads}
-            o[r * inner + j] = {store(k.out_dtype, value)};
-        }}
-    }}"""
+{span_loop}"""
         else:  # halves along k.dim
             checks += [f"    if (in[0].ndim <= {k.dim} || out[0].ndim != in[0].ndim) return 2;",
                        f"    const int64_t len = in[0].shape[{k.dim}], half = len / 2;",
@@ -135,13 +136,12 @@ class CppAtenPointwise(Recipe):
                        f"    for (int64_t d = 0; d < {k.dim}; ++d) outer *= in[0].shape[d];",
                        f"    for (int64_t d = {k.dim} + 1; d < in[0].ndim; ++d) inner *= in[0].shape[d];",
                        "    if (outer * half * inner != n) return 2;"]
-            loop = f"""    {pragma}
-    for (int64_t i = 0; i < n; ++i) {{
+            loop = spread(f"""for (int64_t i = 0; i < n; ++i) {{
         const int64_t c = i % inner, j = (i / inner) % half, r = i / (inner * half);
         const int64_t base = r * len * inner + c;
         const ct_t a = {load(k.inputs[0][1], 'p0[base + j * inner]')}, b = {load(k.inputs[0][1], 'p0[base + (j + half) * inner]')};
         o[i] = {store(k.out_dtype, value)};
-    }}"""
+    }}""")
         params_text = ", ".join(f"{key}={val}" for key, val in params.items())
         checks_text = "\n".join(checks)
         return f"""// kevolve generated kernel: {k.describe()}
