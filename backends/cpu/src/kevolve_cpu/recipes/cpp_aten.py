@@ -72,9 +72,9 @@ class CppAtenPointwise(Recipe):
             checks.append(f"    if (in[{i}].dtype != {C_TYPES[dtype][1]}) return 3;")
         pointers = "\n".join(f"    const {C_TYPES[d][0]}* __restrict p{i} = (const {C_TYPES[d][0]}*)in[{i}].data;"
                              for i, (_, d) in enumerate(sources))
-        def spread(loop: str, work: str = "n") -> str:
+        def spread(loop: str) -> str:
             """The loop over the threads, or on the calling thread for a call too small to pay OpenMP's entry."""
-            return "    " + parallel_loop(params["threads"], loop, work)
+            return "    " + parallel_loop(params["threads"], loop, "n")
 
         if k.layout == "same":
             checks += [f"    if (kv_numel(&in[{i}]) != n) return 2;" for i in range(len(sources))]

@@ -456,7 +456,7 @@ class CppAtenEmbeddingBag(_IndexRecipe):
     if (bags < 0 || kv_numel(&out[0]) != bags * D) return 2;
     {_ctype(wt)}* __restrict o = ({_ctype(wt)}*)out[0].data;
     int bad = 0;
-    {parallel_loop(params["threads"], loop, "N * D", clauses=" reduction(|:bad)")}
+    {parallel_loop(params["threads"], loop, "N * D", clauses="reduction(|:bad)")}
     return bad ? 2 : 0;"""
 
     @staticmethod

@@ -291,7 +291,7 @@ def _tiled(exact: str, trans_b: bool, bias: bool, params: dict) -> str:
                     kv_gemm_row(a + r * K, b + r / M * K * N, {bias_arg}, c + r * N, N, K);""", work)
     batch_loop = parallel_loop(threads, """for (int64_t i = 0; i < batch; ++i)  // a GEMM inside a parallel loop runs on its calling thread
                 failed |= kv_gemm(a + i * M * K, b + i * K * N, nullptr, c + i * M * N, M, N, K);""", work,
-                               clauses=" reduction(|:failed)")
+                               clauses="reduction(|:failed)")
     return f"""{head}#include <algorithm>
 #include <cstdlib>
 #include <omp.h>

@@ -77,7 +77,9 @@ def parallel_loop(threads: int, loop: str, work: str, schedule: str = "static", 
     e.g. a reduction) where the call's ``work`` is large enough, the same statement without OpenMP below
     (:func:`serial_below`); the statement alone for one thread."""
     pragma = parallel_for(threads, schedule)
-    return serial_below(work, f"{pragma}{clauses}\n{loop}", loop) if pragma else loop
+    if not pragma:
+        return loop
+    return serial_below(work, f"{pragma} {clauses}".rstrip() + f"\n{loop}", loop)
 
 
 def tasks_param(name: str, choices: tuple[int, ...] = (1, 16, 64, 0), default: int = 16) -> Param:
