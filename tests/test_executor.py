@@ -19,7 +19,7 @@ from kevolve.errors import KevolveError
 from kevolve.harness.build import BUILD_NICENESS
 from kevolve.harness.executor import NOT_EVALUATED, LocalExecutor, QuietHost
 from kevolve.harness.executors import make_executor
-from kevolve.harness.isolation import RunningClock, run_isolated
+from kevolve.harness.isolation import GroupMemory, RunningClock, run_isolated
 from test_search import tree_shape
 
 
@@ -194,3 +194,54 @@ def test_a_closed_executor_starts_no_build_or_timing_it_was_still_holding(fake_p
     executor.close()
     reasons = [e.reason for e in collect()]
     assert sum(r == NOT_EVALUATED.reason for r in reasons) >= 2, reasons
+
+
+def test_a_candidate_waiting_for_a_build_slot_is_charged_wait_not_check(fake_plugin, fast_harness):
+    """The next batch's candidates wait for the last batch's builds: executor time, which the session's time split
+    must not show as the candidates' correctness checks."""
+    import fake_backend
+    from kevolve.api import resolve_problem
+    from kevolve.synthesis.base import Candidate
+
+    problem = resolve_problem("relu", None, None, None)
+    recipe = fake_backend.FakeRelu()
+    candidates = [Candidate(recipe.render(problem, {"speed": s, "style": "a"}), "pyfake", {"speed": s})
+                  for s in range(1, 4)]
+    stages: list[tuple[int, str, float]] = []
+    lanes = TimingLanes(({"FAKE_LANE": "0"}, {"FAKE_LANE": "1"}), quiet_host=False)
+    executor = LocalExecutor(lanes, builders=1)
+    try:
+        evaluations = executor.submit(candidates, problem, "fake", fast_harness,
+                                      lambda i, stage: stages.append((i, stage, time.perf_counter())))()
+    finally:
+        executor.close()
+    waited = {i for i, stage, _ in stages if stage == "waiting for a build slot"}
+    assert len(waited) == 2, stages  # one built at a time: the other two waited
+    for i in waited:
+        mine = [(stage, at) for j, stage, at in stages if j == i]
+        assert [stage for stage, _ in mine[:2]] == ["waiting for a build slot", "scan"], mine
+        assert evaluations[i].stage_s["wait"] >= 0.9 * (mine[1][1] - mine[0][1]) > 0, (mine, evaluations[i].stage_s)
+
+def test_watchers_share_one_scan_of_the_process_groups_memory(monkeypatch):
+    """Thirty workers watched at once read one scan of /proc, not one each, and a group's memory is its members'."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)  # leads a group of its own
+    try:
+        memory = GroupMemory(max_age_s=60)
+        scans = []
+        scan = memory._scan
+        monkeypatch.setattr(memory, "_scan", lambda: scans.append(1) or scan())
+        threads = [threading.Thread(target=memory.of, args=(child.pid,)) for _ in range(30)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(scans) == 1
+        assert memory.of(child.pid) > 0 and memory.of(os.getpid() + 10**7) == 0
+        memory.max_age_s = 0
+        memory.of(child.pid)
+        assert len(scans) == 2  # an old scan is made again
+    finally:
+        child.kill()
+        child.wait()

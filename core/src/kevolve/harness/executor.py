@@ -121,7 +121,7 @@ class LocalExecutor(Executor):
     def _evaluate_one(self, candidate: Candidate, problem: Problem, target_name: str, config: HarnessConfig,
                       on_stage: Callable[[str], None]) -> Evaluation:
         clock = StageClock(on_stage)
-        with self._builds, self._quiet.building() if self._quiet else nullcontext():
+        with self._build_slot(clock), self._quiet.building() if self._quiet else nullcontext():
             if self._stopping.is_set():
                 return NOT_EVALUATED
             built = build_candidate(candidate, problem, target_name, config, clock)
@@ -140,6 +140,18 @@ class LocalExecutor(Executor):
         registered = get_manager().target(target_name)
         for env in self.lanes.envs:
             zygote(lane_worker_env(registered, env))
+
+    @contextmanager
+    def _build_slot(self, clock: StageClock) -> Iterator[None]:
+        """One of the ``builders`` slots. A candidate of the next batch may wait here for the last batch's builds:
+        that time is the executor's, not its check's (the session's time split charges it to ``wait``)."""
+        if not self._builds.acquire(blocking=False):
+            clock("waiting for a build slot")
+            self._builds.acquire()
+        try:
+            yield
+        finally:
+            self._builds.release()
 
     @contextmanager
     def _lane(self, clock: StageClock) -> Iterator[dict[str, str]]:

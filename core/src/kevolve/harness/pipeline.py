@@ -89,6 +89,7 @@ def build_candidate(candidate: Candidate, problem: Problem, target_name: str, co
     from kevolve.plugins import get_manager
 
     started = time.perf_counter()
+    on_stage("scan")
     registered = get_manager().target(target_name)
     toolchain = registered.backend.toolchain(registered.spec, candidate.language)
     problems = forbidden_uses(candidate.source, toolchain.forbidden_patterns, python=toolchain.form.python)

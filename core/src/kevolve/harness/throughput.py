@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-#: the stages of an evaluation, in the order they run ("wait": built, waiting for a timing lane or its device)
+#: the stages of an evaluation, in the order they run ("wait": waiting for a build slot, a timing lane or the device)
 STAGES = ("build", "check", "time", "profile", "wait")
 #: what a worker reports while another holds its device (harness/worker.py): time that is not the candidate's
 WAITING_FOR_DEVICE = "waiting for the device"
@@ -35,7 +35,7 @@ class StageClock:
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.report, self.clock = report, clock
         self.seconds: dict[str, float] = {}
-        self._stage, self._since = "check", clock()  # the source scan runs before the first report
+        self._stage, self._since = "check", clock()
 
     def __call__(self, report: str) -> None:
         self._charge()
