@@ -11,7 +11,7 @@ from kevolve.conformance.table import OPS
 from kevolve.problems.kernelbench import KernelBenchProblem
 from kevolve.program.capture import capture
 from kevolve.program.graph import LoweringError, build
-from kevolve.program.fuse import PROLOGUE
+from kevolve.program.fuse import GATHER, PROLOGUE, gather_edges
 from kevolve.program.lower import CONST, FOLD, INPUT, OUTPUT, SCRATCH, lower
 from kevolve.program.overloads import OVERLOADS, Overload
 
@@ -82,6 +82,27 @@ def test_a_prologue_knob_computes_a_reductions_elements_from_its_producers_leave
     assert rows.kernel.inputs == (("in0", "bfloat16"), ("in1", "bfloat16")) and rows.kernel.attrs["element"] == \
         "bfloat16"
     assert steps["sum_2"].kernel.expr is None
+
+
+def test_a_gather_knob_loads_a_small_table_through_its_index():
+    """The hashed sparse arm: each id's feature (a gather from the repeated feature numbers) and its salt (a gather
+    from the salt buffer) feed only pointwise work. With their gather knobs on, those kernels load through the
+    indices, and neither gather is a kernel nor its result a buffer (test_programs.py checks the numbers)."""
+    graph = build(capture(KernelBenchProblem(PROBLEMS / "keyed_hash_pool.py")), "hash")
+    assert sorted(gather_edges(graph)) == ["index_select", "index_select_1"]
+    kept = lower(graph)
+    folded = lower(graph, {GATHER + name: True for name in gather_edges(graph)})
+    assert {"index_select", "index_select_1"} <= {s.name for s in kept.steps}
+    assert not {"index_select", "index_select_1"} & {s.name for s in folded.steps}
+    through = {s.name: s.kernel.attrs["gathers"] for s in folded.steps if s.kernel.attrs.get("gathers")}
+    assert through and all(len(s.kernel.inputs) == len(s.inputs) for s in folded.steps)
+    for name, gathers in through.items():
+        step = next(s for s in folded.steps if s.name == name)
+        names = [n for n, _ in step.kernel.inputs]
+        for leaf, (table, wrap) in gathers.items():  # the index is viewed at the output's shape, the table whole
+            assert step.inputs[names.index(leaf)].shape == step.outputs[0].shape and not wrap
+            assert len(step.inputs[names.index(table)].shape) == 1 and names.index(table) > names.index(leaf)
+    assert folded.scratch_bytes < kept.scratch_bytes
 
 
 def test_batch_norm_in_eval_mode_is_one_pointwise_kernel_with_what_follows():

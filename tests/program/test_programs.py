@@ -74,3 +74,25 @@ def test_a_program_with_scratch_runs_as_a_torch_op_through_the_native_path(fast_
     assert "per call: native" in op.__doc__  # kv_launch.cpp asked the kernel for scratch and allocated it
     x = torch.randn(24, 48)
     torch.testing.assert_close(op(x), KernelBenchProblem(path).model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_kernel_loading_through_an_index_is_correct_and_fails_on_one_out_of_its_table(fast_harness):
+    """Salts gathered from a small table and mixed into the ids: with the gather loaded through its index (the
+    default), the gather's kernel is gone from the file, the op matches eager, and a call whose index falls
+    outside the table fails, as eager's index_select raises."""
+    import torch
+    from kevolve.problems.kernelbench import KernelBenchProblem
+
+    path = PROBLEMS / "salted_ids.py"
+    result = kevolve.optimize(str(path), target="cpu", budget=1, harness=fast_harness)
+    node = result.nodes[0]
+    assert node.evaluation.correct and node.parameters.get("gather.index_select") is True, node.evaluation.reason
+    assert "kv_gathered(" in node.source and "index_select:" not in node.source
+    op, model = result.as_torch_op(), KernelBenchProblem(path).model
+    ids, values = torch.randint(0, 7, (1000,)), torch.randint(0, 1 << 40, (1000,))
+    torch.testing.assert_close(op(ids, values), model(ids, values))
+    ids[500] = 7
+    with pytest.raises(IndexError):
+        model(ids, values)
+    with pytest.raises(Exception, match="2"):
+        op(ids, values)

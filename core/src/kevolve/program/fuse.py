@@ -10,9 +10,16 @@ A pointwise producer whose only reader is a kernel of another kind (a reduction)
 order, through its one input, can become that kernel's prologue (:func:`prologue_edges`): the kernel computes
 each element from the producer's leaves, where the target's kernel can (``prologue.<node>``, see
 :mod:`kevolve.program.lower`).
+
+A gather from a small table (``index_select`` along a 1-D table, by an index of the result's shape) whose result
+only pointwise work reads, whole, can be read through its index instead (``gather.<node>``): the pointwise kernel
+loads ``table[index[i]]`` itself, and the gathered buffer (as long as the index) is never written. The hashed
+ids of an ads model's features take their per-feature salt this way.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -24,6 +31,9 @@ PREFIX = "fuse."
 #: knob name prefix: ``prologue.<producer node>`` -> True (computed inside the kernel that reads it) or False
 #: (missing: its own kernel, its result in a buffer)
 PROLOGUE = "prologue."
+#: knob name prefix: ``gather.<gather node>`` -> True (its pointwise reader loads through the index) or False
+#: (missing: the gather is a kernel, its result a buffer)
+GATHER = "gather."
 
 
 def readers(graph: Graph) -> dict[int, list[tuple[Pointwise | Kernel | None, object]]]:
@@ -68,6 +78,35 @@ def prologue_edges(graph: Graph) -> dict[str, str]:
         if isinstance(consumer, Kernel) and len(consumer.inputs) == 1 and is_whole(view) \
                 and producer.name not in {copy for copy, _ in consumer.in_place.values()}:  # a fold's business
             edges[producer.name] = consumer.name
+    return edges
+
+
+@dataclass(frozen=True)
+class Gather:
+    """A gather a pointwise kernel can do itself: ``result = table[index]``, an index below 0 counted from the
+    end where ``wrap`` (ATen's ``index`` does, ``index_select`` refuses it)."""
+
+    result: torch.Tensor
+    table: torch.Tensor
+    index: torch.Tensor
+    wrap: bool
+
+
+def gather_edges(graph: Graph) -> dict[str, Gather]:
+    """Gather node name -> the gather, for every ``index_select`` along dim 0 of a 1-D table whose result is read
+    whole, at its own shape, by pointwise nodes only."""
+    produced = {id(root_of(n.outputs[0])): n for n in graph.nodes
+                if isinstance(n, Kernel) and n.spec.layout == "gather" and n.spec.name == "index_select"}
+    edges = {}
+    for key, reads in readers(graph).items():
+        node = produced.get(key)
+        if node is None or not all(isinstance(reader, Pointwise) and is_whole(view)
+                                   and view.shape == node.outputs[0].shape for reader, view in reads):
+            continue
+        table, index, geometry = node.inputs
+        dim, _, wrap = geometry.tolist() if geometry.device.type != "meta" else (None, None, None)
+        if dim == 0 and table.dim() == 1 and index.shape == node.outputs[0].shape:
+            edges[node.name] = Gather(node.outputs[0], table, index, bool(wrap))
     return edges
 
 

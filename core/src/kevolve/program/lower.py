@@ -16,7 +16,7 @@ import torch
 
 from kevolve.conformance.kernel import KernelSpec, kernel_spec
 from kevolve.conformance.samples import Case
-from kevolve.program.fuse import PROLOGUE, fused_expressions, prologue_edges
+from kevolve.program.fuse import GATHER, PROLOGUE, Gather, fused_expressions, gather_edges, prologue_edges
 from kevolve.program.graph import Graph, Kernel, LoweringError, Pointwise, is_whole, root_of
 from kevolve.problems.problem import dtype_name
 from kevolve.synthesis.expr import Var, substitute
@@ -116,13 +116,30 @@ class _Buffers:
         return View(self.name(root), dtype_name(t.dtype), tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
-def _ordered(expr: Any, leaves: dict[str, Any]) -> tuple[Any, list[torch.Tensor], tuple[tuple[str, str], ...]]:
+def _ordered(expr: Any, leaves: dict[str, Any], gathers: dict[int, Gather] | None = None
+             ) -> tuple[Any, list[torch.Tensor], tuple[tuple[str, str], ...], dict[str, list]]:
     """The expression over in0, in1, ..., the leaves in that order (a floating one first, since the compute type
-    follows the first input: a bool mask computes nothing) and their (name, dtype) for the KernelSpec."""
-    order = sorted(leaves, key=lambda v: not leaves[v].dtype.is_floating_point)
-    inputs = [leaves[v] for v in order]
-    return (substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), inputs,
-            tuple((f"in{i}", dtype_name(t.dtype)) for i, t in enumerate(inputs)))
+    follows the first input: a bool mask computes nothing), their (name, dtype) for the KernelSpec, and its
+    ``gathers`` attribute. A leaf that views a folded gather's result (``gathers``, by its root's id) is read
+    through the gather's index, its value loaded from the table, which comes after the leaves as an input of
+    its own: ``{"in2": ["table0", wrap]}``."""
+    gathers = gathers or {}
+
+    def value(t: torch.Tensor) -> torch.Tensor:
+        return gathers[id(root_of(t))].table if id(root_of(t)) in gathers else t
+
+    order = sorted(leaves, key=lambda v: not value(leaves[v]).dtype.is_floating_point)
+    inputs, tables, through = [], [], {}
+    for i, var in enumerate(order):
+        gather = gathers.get(id(root_of(leaves[var])))
+        inputs.append(gather.index if gather is not None else leaves[var])
+        if gather is not None:
+            if not any(t is gather.table for t in tables):
+                tables.append(gather.table)
+            through[f"in{i}"] = [f"table{next(j for j, t in enumerate(tables) if t is gather.table)}", gather.wrap]
+    named = tuple((f"in{i}", dtype_name(t.dtype)) for i, t in enumerate(inputs))
+    named += tuple((f"table{j}", dtype_name(t.dtype)) for j, t in enumerate(tables))
+    return (substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), inputs + tables, named, through)
 
 
 def _prologues(graph: Graph, expressions: dict, knobs: dict[str, Any]) -> dict[str, tuple[str, Any, dict]]:
@@ -144,13 +161,26 @@ def _prologues(graph: Graph, expressions: dict, knobs: dict[str, Any]) -> dict[s
     return found
 
 
+def _folded_gathers(graph: Graph, expressions: dict, skipped: set[str], knobs: dict[str, Any]
+                    ) -> dict[int, tuple[str, Gather]]:
+    """id(result root) -> (gather node, gather) for the ``gather.<node>`` knobs that are on, where every
+    expression that reads the result is a pointwise kernel's own (one inlined as a prologue keeps the gather)."""
+    chosen = {id(root_of(g.result)): (name, g) for name, g in gather_edges(graph).items()
+              if knobs.get(GATHER + name, False)}
+    for name, (_, leaves) in expressions.items():
+        if name in skipped:
+            for leaf in leaves.values():
+                chosen.pop(id(root_of(leaf)), None)
+    return chosen
+
+
 def _identity(graph: Graph, name: str, src: torch.Tensor, dst: torch.Tensor) -> Pointwise:
     return Pointwise(name, Var("v0"), {"v0": src.expand(dst.shape)}, dst, "")
 
 
 def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
-    """The program under ``knobs`` (missing fusion knobs: fuse; missing fold knobs: copy; missing prologue
-    knobs: the producer a kernel of its own)."""
+    """The program under ``knobs`` (missing fusion knobs: fuse; missing fold knobs: copy; missing prologue and
+    gather knobs: the producer a kernel of its own)."""
     knobs = knobs or {}
     program = Program(graph.name, [(s, dtype_name(d)) for s, d in graph.input_specs],
                       [(tuple(o.shape), dtype_name(o.dtype)) for o in graph.outputs])
@@ -179,14 +209,20 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
     prologues = _prologues(graph_for_fusion, expressions, knobs)
     skipped = {copy for in_place in folded.values() for copy, _ in in_place.values()}
     skipped |= {producer for producer, _, _ in prologues.values()}
+    gathered = _folded_gathers(graph_for_fusion, expressions, skipped, knobs)
+    skipped |= {name for name, _ in gathered.values()}
+    gathered = {key: gather for key, (_, gather) in gathered.items()}
     written: set[int] = set()
     for node in nodes:
         if isinstance(node, Pointwise):
             if node.name not in expressions or node.name in skipped:
                 continue  # fused into its consumer, or a copy its reader skips
-            expr, inputs, named = _ordered(*expressions[node.name])
-            spec = KernelSpec(f"fused[{node.name}]", named, (dtype_name(node.out.dtype),), expr, "broadcast")
+            expr, inputs, named, through = _ordered(*expressions[node.name], gathered)
+            spec = KernelSpec(f"fused[{node.name}]", named, (dtype_name(node.out.dtype),), expr, "broadcast",
+                              attrs={"gathers": through} if through else {})
             outputs = [node.out]
+        elif node.name in skipped:
+            continue  # a gather its readers load through its index
         else:
             case = Case(node.name, node.inputs, node.outputs, node.attrs, spec=node.spec)
             in_place = folded.get(node.name, {})
@@ -194,7 +230,7 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
             inputs = [in_place[i][1] if i in in_place else t for i, t in enumerate(node.inputs)]
             if node.name in prologues:  # the producer's expression computes the kernel's elements
                 _, expr, views = prologues[node.name]
-                expr, inputs, named = _ordered(expr, views)
+                expr, inputs, named, _ = _ordered(expr, views)
                 spec = KernelSpec(spec.op, named, spec.outputs, expr, spec.layout, spec.dim,
                                   {**spec.attrs, "element": dtype_name(node.inputs[0].dtype)})
         for t in inputs:

@@ -1,7 +1,8 @@
 """The template synthesizer's recipe for any captured program: lower it onto the target's ATen kernels and write
 one kernel file, searching each kernel's own knobs (``<node>.<knob>``), the fusion knobs (``fuse.<node>``) and,
-where the target's kernels can, the fold knobs (``fold.<node>``: skip a host-side copy) and the prologue knobs
-(``prologue.<node>``: a pointwise producer computed inside the reduction that reads it).
+where the target's kernels can, the fold knobs (``fold.<node>``: skip a host-side copy), the prologue knobs
+(``prologue.<node>``: a pointwise producer computed inside the reduction that reads it) and the gather knobs
+(``gather.<node>``: a small table's gather loaded by the pointwise kernels that read it).
 
 A problem is captured and its graph built once per process (:func:`graph_for`); each candidate only re-lowers it
 under its knobs and asks the target's recipes (the ones ``kevolve conformance`` checks) for each kernel.
@@ -16,7 +17,7 @@ from kevolve.backend.toolchain import LanguageForm
 from kevolve.conformance.kernel import FAMILY, ConformanceProblem, KernelSpec
 from kevolve.problems.problem import Problem
 from kevolve.program.capture import CaptureError, capture
-from kevolve.program.fuse import PREFIX, PROLOGUE, fusable, prologue_edges
+from kevolve.program.fuse import GATHER, PREFIX, PROLOGUE, fusable, gather_edges, prologue_edges
 from kevolve.program.graph import Graph, Kernel, LoweringError, build
 from kevolve.program.lower import FOLD, Program, lower
 from kevolve.synthesis.recipe import Recipe
@@ -55,7 +56,7 @@ class ProgramRecipe(Recipe):
     def kernel_recipe(self, kernel: KernelSpec) -> Recipe:
         problem = ConformanceProblem(kernel)
         for recipe in self.recipes:
-            if recipe.supports(problem):
+            if (recipe.takes_gathers or not kernel.attrs.get("gathers")) and recipe.supports(problem):
                 return recipe
         raise LoweringError(f"no {self.language} recipe writes {kernel.describe()}")
 
@@ -90,6 +91,8 @@ class ProgramRecipe(Recipe):
         params += [Param(PROLOGUE + producer, (True, False), default=True)
                    for producer, consumer in prologue_edges(graph).items()
                    if self._takes_prologue(problem, kernels[consumer], producer, [p.name for p in params])]
+        params += [Param(GATHER + name, (True, False), default=True) for name in gather_edges(graph)
+                   if self._takes_gather(problem, name, [p.name for p in params])]
         # every node that can be a kernel is one when nothing fuses: their knobs cover every fusion's kernels
         for step in steps:
             space = self.kernel_recipe(step.kernel).space(ConformanceProblem(step.kernel), facts)
@@ -114,6 +117,16 @@ class ProgramRecipe(Recipe):
         except LoweringError:
             return False
         return all(producer not in {step.name for step in program.steps} for program in lowered)
+
+    def _takes_gather(self, problem: Problem, gather: str, knobs: list[str]) -> bool:
+        """Whether the gather's readers can load through its index: with the other knobs off and on, the gather
+        is no kernel of the program and a recipe that loads through an index writes each kernel that does."""
+        try:
+            lowered = [self.lowered(problem, {**dict.fromkeys(knobs, False), GATHER + gather: True}),
+                       self.lowered(problem, {GATHER + gather: True})]
+        except LoweringError:
+            return False
+        return all(gather not in {step.name for step in program.steps} for program in lowered)
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         program = self.lowered(problem, params)

@@ -26,6 +26,10 @@ class Recipe(ABC):
     #: several inputs (``KernelSpec.expr``, ``attrs["element"]`` the dtype it stands for): a lowered program then
     #: offers a ``prologue.<node>`` knob that fuses the pointwise producer into the kernel
     takes_prologues: tuple[str, ...] = ()
+    #: whether its pointwise kernels can load an input through an index (``attrs["gathers"]``: input name ->
+    #: [table input name, wrap]): a lowered program then offers a ``gather.<node>`` knob that drops the gather's
+    #: kernel and buffer (:mod:`kevolve.program.fuse`); only recipes with it are given such kernels.
+    takes_gathers: bool = False
 
     def supports(self, problem: Problem) -> bool:
         return problem.family in self.families and (not self.dtypes or problem.dtype in self.dtypes)

@@ -4,6 +4,10 @@
 Layouts: ``same`` (flat loop), ``broadcast`` (each input indexed through broadcast strides, 0 where its size is 1)
 and ``halves`` (GLU: ``a`` and ``b`` are the two halves of one input along ``dim``). The kernel checks the ABI
 (counts, dtypes, ranks, sizes) and declines with a non-zero code what it was not written for.
+
+A lowered program's pointwise kernel may read an input through an index (``attrs["gathers"]``, see
+:mod:`kevolve.program.fuse`): the input holds indices into a 1-D table that comes after the viewed inputs, and
+the element is the table's; an index out of the table fails the call (code 2), as ``index_select`` raises.
 """
 
 from __future__ import annotations
@@ -51,34 +55,55 @@ class CppAtenPointwise(Recipe):
     name = "cpp.aten_pointwise"
     language = "cpp"
     families = ("aten_pointwise",)
+    takes_gathers = True
 
     def supports(self, problem: Problem) -> bool:
         kernel = conformance_kernel(problem, ("same", "broadcast", "halves"))
-        return kernel is not None and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES
+        return kernel is not None and all(d in C_TYPES for _, d in kernel.inputs) and kernel.out_dtype in C_TYPES \
+            and not (kernel.layout == "halves" and kernel.attrs.get("gathers"))
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return ScheduleSpace([threads_param(facts), replace(math_param(), default="poly")])
 
     def render(self, problem: Problem, params: dict) -> str:
         k = problem.kernel  # type: ignore[attr-defined]
-        first = k.inputs[0][1] if k.inputs else k.out_dtype  # no input: a fill (``torch.zeros``)
+        gathers = k.attrs.get("gathers", {})
+        names, dtypes = [name for name, _ in k.inputs], dict(k.inputs)
+        tables = [name for name in names if name in {t for t, _ in gathers.values()}]
+        viewed = [(name, d) for name, d in k.inputs if name not in tables]  # the tables come after these
+
+        def value_dtype(name: str) -> str:
+            return dtypes[gathers[name][0]] if name in gathers else dtypes[name]
+
+        def element(i: int, name: str, at: str) -> str:
+            """Input ``i``'s element at offset ``at``, or the table's where it holds an index."""
+            if name not in gathers:
+                return load(dtypes[name], f"p{i}[{at}]")
+            table, wrap = gathers[name]
+            j = names.index(table)
+            return load(dtypes[table], f"kv_gathered(&in[{j}], p{j}, (int64_t)p{i}[{at}], {int(wrap)}, bad)")
+
+        first = value_dtype(k.inputs[0][0]) if k.inputs else k.out_dtype  # no input: a fill (``torch.zeros``)
         ct = compute_type(first)
         out_c, out_enum = C_TYPES[k.out_dtype]
         value = cpp_expr(k.expr, params.get("math", "libm"), ct)
         checks = [f"    if (n_in != {len(k.inputs) if k.layout != 'halves' else 1} || n_out != 1) return 1;",
                   f"    if (out[0].dtype != {out_enum}) return 3;"]
-        sources = k.inputs if k.layout != "halves" else k.inputs[:1]
-        for i, (_, dtype) in enumerate(sources):
+        sources = viewed if k.layout != "halves" else list(k.inputs[:1])
+        for i, (_, dtype) in enumerate(sources + [(t, dtypes[t]) for t in tables]):
             checks.append(f"    if (in[{i}].dtype != {C_TYPES[dtype][1]}) return 3;")
+        checks += [f"    if (in[{names.index(t)}].ndim != 1) return 2;" for t in tables]
         pointers = "\n".join(f"    const {C_TYPES[d][0]}* __restrict p{i} = (const {C_TYPES[d][0]}*)in[{i}].data;"
-                             for i, (_, d) in enumerate(sources))
+                             for i, (_, d) in enumerate(sources + [(t, dtypes[t]) for t in tables]))
+        done = "bad ? 2 : 0" if gathers else "0"
+
         def spread(loop: str) -> str:
             """The loop over the threads, or on the calling thread for a call too small to pay OpenMP's entry."""
-            return "    " + parallel_loop(params["threads"], loop, "n")
+            return "    " + parallel_loop(params["threads"], loop, "n", clauses="reduction(|:bad)" if gathers else "")
 
         if k.layout == "same":
             checks += [f"    if (kv_numel(&in[{i}]) != n) return 2;" for i in range(len(sources))]
-            loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
+            loads = " ".join(f"const ct_t {name} = {element(i, name, 'i')};" for i, (name, _) in enumerate(sources))
             loop = spread(f"""for (int64_t i = 0; i < n; ++i) {{
         {loads}
         o[i] = {store(k.out_dtype, value)};
@@ -92,10 +117,10 @@ class CppAtenPointwise(Recipe):
                 f"        s{i}[d] = in[{i}].shape[d] == 1 ? 0 : in[{i}].strides[d];\n"
                 f"    }}" for i in range(len(sources)))
             offsets = " ".join(f"o{i} += c * s{i}[d];" for i in range(len(sources)))
-            row_loads = " ".join(f"const ct_t {name} = {load(d, f'p{i}[o{i} + j * s{i}[last]]')};"
-                                 for i, (name, d) in enumerate(k.inputs))
+            row_loads = " ".join(f"const ct_t {name} = {element(i, name, f'o{i} + j * s{i}[last]')};"
+                                 for i, (name, _) in enumerate(sources))
             dense = " && ".join(f"kv_dense_like(&in[{i}], &out[0])" for i in range(len(sources)))
-            flat = " ".join(f"const ct_t {name} = {load(d, f'p{i}[i]')};" for i, (name, d) in enumerate(k.inputs))
+            flat = " ".join(f"const ct_t {name} = {element(i, name, 'i')};" for i, (name, _) in enumerate(sources))
             flat_loop = spread(f"""for (int64_t i = 0; i < n; ++i) {{
         {flat}
         o[i] = {store(k.out_dtype, value)};
@@ -120,7 +145,7 @@ class CppAtenPointwise(Recipe):
 {strides}
     if ({dense}) {{  // every input laid out as the output: a flat loop the compiler vectorizes
 {flat_loop}
-        return 0;
+        return {done};
     }}
     // spans of the output's rows (its last dimension): one coordinate walk a span, not one an element; long
     // rows are cut into spans so that a few of them still spread over the threads
@@ -154,16 +179,31 @@ class CppAtenPointwise(Recipe):
 typedef {ct} ct_t;  // compute type
 typedef {out_c} out_t;  // output storage type
 {round_storage(first)}
-
+{GATHERED if gathers else ""}
 KV_EXPORT int kevolve_kernel(const kv_tensor* in, int64_t n_in, kv_tensor* out, int64_t n_out) {{
     const int64_t n = n_out == 1 ? kv_numel(&out[0]) : 0;
 {checks_text}
 {pointers}
     out_t* __restrict o = (out_t*)out[0].data;
+{"    int bad = 0;" if gathers else ""}
 {loop}
-    return 0;
+    return {done};
 }}
 """
 
+
+#: a table's element at index ``v`` (from the end where ``wrap`` and ``v`` < 0); an index out of the table sets
+#: ``bad`` and reads nothing
+GATHERED = """template <typename T>
+static inline T kv_gathered(const kv_tensor* table, const T* data, int64_t v, int wrap, int& bad) {
+    const int64_t size = table->shape[0];
+    if (v < 0 && wrap) v += size;
+    if (v < 0 || v >= size) {
+        bad = 1;
+        return T{};
+    }
+    return data[v * table->strides[0]];
+}
+"""
 
 RECIPES = [CppAtenPointwise()]
