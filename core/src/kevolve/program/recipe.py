@@ -92,7 +92,7 @@ class ProgramRecipe(Recipe):
                    for producer, consumer in prologue_edges(graph).items()
                    if self._takes_prologue(problem, kernels[consumer], producer, [p.name for p in params])]
         params += [Param(GATHER + name, (True, False), default=True) for name in gather_edges(graph)
-                   if self._takes_gather(problem, name, [p.name for p in params])]
+                   if self._drops(problem, GATHER + name, name, [p.name for p in params])]
         # every node that can be a kernel is one when nothing fuses: their knobs cover every fusion's kernels
         for step in steps:
             space = self.kernel_recipe(step.kernel).space(ConformanceProblem(step.kernel), facts)
@@ -107,26 +107,20 @@ class ProgramRecipe(Recipe):
     def _takes_prologue(self, problem: Problem, consumer: KernelSpec, producer: str, fusions: list[str]) -> bool:
         """Whether the consumer's recipe computes its elements from the producer's expression: its layout is one
         the recipe takes prologues for, the producer's leaves view at the consumer's shape (else the lowering
-        keeps the producer), and a recipe writes the fused kernel (dtypes), with the other fusions off and on
-        (the producer's expression then takes in its own producers)."""
-        if consumer.layout not in self.kernel_recipe(consumer).takes_prologues:
-            return False
-        try:
-            lowered = [self.lowered(problem, {**dict.fromkeys(fusions, False), PROLOGUE + producer: True}),
-                       self.lowered(problem, {PROLOGUE + producer: True})]
-        except LoweringError:
-            return False
-        return all(producer not in {step.name for step in program.steps} for program in lowered)
+        keeps the producer), and a recipe writes the fused kernel (dtypes)."""
+        return consumer.layout in self.kernel_recipe(consumer).takes_prologues and \
+            self._drops(problem, PROLOGUE + producer, producer, fusions)
 
-    def _takes_gather(self, problem: Problem, gather: str, knobs: list[str]) -> bool:
-        """Whether the gather's readers can load through its index: with the other knobs off and on, the gather
-        is no kernel of the program and a recipe that loads through an index writes each kernel that does."""
+    def _drops(self, problem: Problem, knob: str, node: str, knobs: list[str]) -> bool:
+        """Whether ``knob`` on takes ``node``'s kernel out of the program, with the other ``knobs`` off and on (a
+        fused expression takes in its own producers), and a recipe writes every kernel then (for a gather, one
+        that loads through an index: :meth:`kernel_recipe`)."""
         try:
-            lowered = [self.lowered(problem, {**dict.fromkeys(knobs, False), GATHER + gather: True}),
-                       self.lowered(problem, {GATHER + gather: True})]
+            lowered = [self.lowered(problem, {**dict.fromkeys(knobs, False), knob: True}),
+                       self.lowered(problem, {knob: True})]
         except LoweringError:
             return False
-        return all(gather not in {step.name for step in program.steps} for program in lowered)
+        return all(node not in {step.name for step in program.steps} for program in lowered)
 
     def render(self, problem: Problem, params: dict[str, Any]) -> str:
         program = self.lowered(problem, params)
