@@ -129,17 +129,17 @@ def _ordered(expr: Any, leaves: dict[str, Any], gathers: dict[int, Gather] | Non
         return gathers[id(root_of(t))].table if id(root_of(t)) in gathers else t
 
     order = sorted(leaves, key=lambda v: not value(leaves[v]).dtype.is_floating_point)
-    inputs, tables, through = [], [], {}
+    inputs, tables, through = [], {}, {}  # tables: id -> table, in first use order
     for i, var in enumerate(order):
         gather = gathers.get(id(root_of(leaves[var])))
         inputs.append(gather.index if gather is not None else leaves[var])
         if gather is not None:
-            if not any(t is gather.table for t in tables):
-                tables.append(gather.table)
-            through[f"in{i}"] = [f"table{next(j for j, t in enumerate(tables) if t is gather.table)}", gather.wrap]
+            tables.setdefault(id(gather.table), gather.table)
+            through[f"in{i}"] = [f"table{list(tables).index(id(gather.table))}", gather.wrap]
     named = tuple((f"in{i}", dtype_name(t.dtype)) for i, t in enumerate(inputs))
-    named += tuple((f"table{j}", dtype_name(t.dtype)) for j, t in enumerate(tables))
-    return (substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), inputs + tables, named, through)
+    named += tuple((f"table{j}", dtype_name(t.dtype)) for j, t in enumerate(tables.values()))
+    return (substitute(expr, {old: Var(f"in{i}") for i, old in enumerate(order)}), inputs + list(tables.values()),
+            named, through)
 
 
 def _prologues(graph: Graph, expressions: dict, knobs: dict[str, Any]) -> dict[str, tuple[str, Any, dict]]:
@@ -161,17 +161,13 @@ def _prologues(graph: Graph, expressions: dict, knobs: dict[str, Any]) -> dict[s
     return found
 
 
-def _folded_gathers(graph: Graph, expressions: dict, skipped: set[str], knobs: dict[str, Any]
-                    ) -> dict[int, tuple[str, Gather]]:
-    """id(result root) -> (gather node, gather) for the ``gather.<node>`` knobs that are on, where every
-    expression that reads the result is a pointwise kernel's own (one inlined as a prologue keeps the gather)."""
-    chosen = {id(root_of(g.result)): (name, g) for name, g in gather_edges(graph).items()
-              if knobs.get(GATHER + name, False)}
-    for name, (_, leaves) in expressions.items():
-        if name in skipped:
-            for leaf in leaves.values():
-                chosen.pop(id(root_of(leaf)), None)
-    return chosen
+def _folded_gathers(graph: Graph, expressions: dict, skipped: set[str], knobs: dict[str, Any]) -> dict[str, Gather]:
+    """Gather node -> gather, for the ``gather.<node>`` knobs that are on, where every expression that reads the
+    result is a pointwise kernel's own (one inlined as a prologue keeps the gather)."""
+    read_elsewhere = {id(root_of(leaf)) for name, (_, leaves) in expressions.items() if name in skipped
+                      for leaf in leaves.values()}
+    return {name: g for name, g in gather_edges(graph).items()
+            if knobs.get(GATHER + name, False) and id(root_of(g.result)) not in read_elsewhere}
 
 
 def _identity(graph: Graph, name: str, src: torch.Tensor, dst: torch.Tensor) -> Pointwise:
@@ -209,9 +205,9 @@ def lower(graph: Graph, knobs: dict[str, Any] | None = None) -> Program:
     prologues = _prologues(graph_for_fusion, expressions, knobs)
     skipped = {copy for in_place in folded.values() for copy, _ in in_place.values()}
     skipped |= {producer for producer, _, _ in prologues.values()}
-    gathered = _folded_gathers(graph_for_fusion, expressions, skipped, knobs)
-    skipped |= {name for name, _ in gathered.values()}
-    gathered = {key: gather for key, (_, gather) in gathered.items()}
+    folded_gathers = _folded_gathers(graph_for_fusion, expressions, skipped, knobs)
+    skipped |= set(folded_gathers)
+    gathered = {id(root_of(g.result)): g for g in folded_gathers.values()}  # what _ordered reads through
     written: set[int] = set()
     for node in nodes:
         if isinstance(node, Pointwise):

@@ -90,11 +90,12 @@ class CppAtenPointwise(Recipe):
         checks = [f"    if (n_in != {len(k.inputs) if k.layout != 'halves' else 1} || n_out != 1) return 1;",
                   f"    if (out[0].dtype != {out_enum}) return 3;"]
         sources = viewed if k.layout != "halves" else list(k.inputs[:1])
-        for i, (_, dtype) in enumerate(sources + [(t, dtypes[t]) for t in tables]):
+        passed = sources + [(t, dtypes[t]) for t in tables]  # every tensor the kernel reads, in[] order
+        for i, (_, dtype) in enumerate(passed):
             checks.append(f"    if (in[{i}].dtype != {C_TYPES[dtype][1]}) return 3;")
         checks += [f"    if (in[{names.index(t)}].ndim != 1) return 2;" for t in tables]
         pointers = "\n".join(f"    const {C_TYPES[d][0]}* __restrict p{i} = (const {C_TYPES[d][0]}*)in[{i}].data;"
-                             for i, (_, d) in enumerate(sources + [(t, dtypes[t]) for t in tables]))
+                             for i, (_, d) in enumerate(passed))
         done = "bad ? 2 : 0" if gathers else "0"
 
         def spread(loop: str) -> str:
