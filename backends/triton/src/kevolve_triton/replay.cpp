@@ -67,8 +67,6 @@ struct Entry {
 struct State {
   std::mutex mutex;
   std::map<std::vector<int64_t>, Entry> entries;
-  // false where output sizes depend on input values (jagged outputs): the launches may too, so none is learnt
-  bool learns = true;
 };
 
 // the signature this thread's last declined call left to learn (replay.py offers its record for it)
@@ -214,10 +212,8 @@ std::vector<uintptr_t> bases(const at::Tensor* tensors, int64_t count) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) void* kevolve_triton_state(int learns) {
-  auto* state = new State();
-  state->learns = learns != 0;
-  return state;
+extern "C" __attribute__((visibility("default"))) void* kevolve_triton_state() {
+  return new State();
 }
 
 // native.cpp's launch: replays a learnt signature, or leaves the call to Python (learning it on the way)
@@ -227,7 +223,6 @@ extern "C" __attribute__((visibility("default"))) int kevolve_triton_launch(void
   auto* state = static_cast<State*>(state_ptr);
   pending_state = nullptr;
   if (n_inputs == 0 || !inputs[0].is_cuda()) return kRunInPython;
-  if (!state->learns) return kRunInPython;
   auto key = signature(inputs, n_inputs, true);
   const auto out_key = signature(outputs, n_outputs, false);
   key.insert(key.end(), out_key.begin(), out_key.end());

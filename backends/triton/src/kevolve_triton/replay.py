@@ -86,15 +86,22 @@ class ReplayKernel:
         if self._library.kevolve_triton_offer(self._state, array, len(record)) == 1:
             self._verify(inputs, outputs)
 
-    def native_launch(self, build_library: Callable[..., Path], value_dependent: bool = False) -> tuple[int, int]:
+    def native_launch(self, build_library: Callable[..., Path], value_dependent: bool = False
+                      ) -> tuple[int, int] | None:
         """``kevolve_triton_launch`` and its state (``replay.cpp``), for the op's native per-call path; OSError
-        where launches cannot be replayed here (the op then stays on this launcher). Where output sizes depend on
-        input values (``value_dependent``) nothing is learnt: the launches may depend on them too."""
+        where launches cannot be replayed here (the op then stays on this launcher). None where output sizes
+        depend on input values (``value_dependent``): the launches may depend on them too, so every call runs the
+        file's launcher, and the op's Python path reaches it in one trip into Python where the native path takes
+        two (its shapes, then the launch: 5-15 us more a call for jagged_truncate on a lent H200)."""
+        if value_dependent:
+            self.native_per_call = ("Python: shape lookup, allocation and the kernel file's launcher every call "
+                                    "(output sizes depend on input values, so its launches may too)")
+            return None
         if torch.version.hip is not None or not torch.cuda.is_available():
             raise OSError("Triton launches are replayed on CUDA only; this op launches from Python")
         library = ctypes.CDLL(str(build_library(Path(__file__).with_name("replay.cpp"))))
         library.kevolve_triton_state.restype = ctypes.c_void_p
-        library.kevolve_triton_state.argtypes = [ctypes.c_int]
+        library.kevolve_triton_state.argtypes = []
         library.kevolve_triton_learning.argtypes = [ctypes.c_void_p]
         library.kevolve_triton_offer.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
         library.kevolve_triton_verify.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int64,
@@ -102,11 +109,10 @@ class ReplayKernel:
                                                   ctypes.c_char_p, ctypes.c_int]
         library.kevolve_triton_commit.argtypes = [ctypes.c_void_p, ctypes.c_int]
         library.kevolve_triton_counts.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
-        self._library, self._state = library, library.kevolve_triton_state(int(not value_dependent))
-        self.native_per_call = "native: shape lookup and allocation in C++, " + (
-            "the kernel file's launcher every call (output sizes depend on input values, so its launches may too)"
-            if value_dependent else "each input signature's Triton launches learnt over its first three calls (run "
-            "by the kernel file's launcher) and then replayed with cuLaunchKernel")
+        self._library, self._state = library, library.kevolve_triton_state()
+        self.native_per_call = ("native: shape lookup and allocation in C++, each input signature's Triton launches "
+                                "learnt over its first three calls (run by the kernel file's launcher) and then "
+                                "replayed with cuLaunchKernel")
         return ctypes.cast(library.kevolve_triton_launch, ctypes.c_void_p).value, self._state
 
     def constant_buffers(self) -> list[torch.Tensor]:

@@ -167,10 +167,11 @@ class TritonGpuRunner(Runner):
     def time_interleaved(self, thunks: dict[str, Callable[[], object]], *, repeats: int,
                          inner: dict[str, int], host_clock: bool = False,
                          before_call: Callable[[], object] = lambda: None) -> dict[str, list[float]]:
-        """Device time per call behind the spin; or, with ``host_clock``, the host's clock call by call (L2 evicted
-        before each sample): for calls that read the device to size their outputs, whose host side before the
-        read a spin would hide and a caller pays (jagged_truncate: 99.9 us behind the spin against 112.4 us per
-        call in a loop on the lent H100, eager 159 against 222 us; bench/results/nvidia_h100/op_overhead.md)."""
+        """Device time per call behind the spin; or, with ``host_clock``, the host's clock over a loop of calls
+        (the base runner's; L2 evicted before each sample): for calls that read the device to size their outputs,
+        whose host side before the read a spin would hide and a caller pays (jagged_truncate: 99.9 us behind the
+        spin against 112.4 us per call in a loop on the lent H100, eager 159 against 222 us;
+        bench/results/nvidia_h100/op_overhead.md), and for calls a CUDA graph cannot capture."""
         if host_clock:
             return super().time_interleaved(thunks, repeats=repeats, inner=inner, before_call=before_call)
         preroll = self._preroll(thunks)

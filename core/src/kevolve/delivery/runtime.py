@@ -153,7 +153,8 @@ def fast_calls(overload: Any) -> str:
 def bind_native(name: str, op: KernelOp, lib: Any) -> str:
     """Register the per-call path: in C++ (``native.cpp``: shape lookup, allocation and the launch with no
     Python) where the kernel launches from C (``op.kernel.native_launch``, e.g. a compiled CPU kernel), else
-    ``op`` itself, whose kernel launches from Python anyway. Returns what runs per call.
+    ``op`` itself, whose kernel launches from Python anyway (also where ``native_launch`` returns None: a Triton
+    launcher run every call). Returns what runs per call.
 
     The native path calls back into Python through helper ops: ``kevolve::name__shapes(Tensor[] inputs) ->
     Tensor[]`` (one meta tensor per output) for signatures it has not seen (every call where sizes depend on
@@ -164,14 +165,16 @@ def bind_native(name: str, op: KernelOp, lib: Any) -> str:
     key = DISPATCH_KEYS.get(op.device.type, "CompositeExplicitAutograd")
     launch = getattr(op.kernel, "native_launch", None)
     try:
-        if launch is None:
-            lib.impl(name, torch.compiler.disable(op), key)
-            return "Python (shape lookup, allocation) and the kernel's Python launcher"
-        native = _native()
-        function, state = launch(build_torch_library, op.value_dependent)
+        bound = launch(build_torch_library, op.value_dependent) if launch is not None else None
+        native = _native() if bound is not None else None
     except (OSError, subprocess.SubprocessError) as exc:
         lib.impl(name, torch.compiler.disable(op), key)
         return f"Python; the native path was not built: {str(exc).splitlines()[0][:200]}"
+    if bound is None:  # no launch from C for this op: its Python path is the short one
+        lib.impl(name, torch.compiler.disable(op), key)
+        return getattr(op.kernel, "native_per_call", "Python (shape lookup, allocation) and the kernel's Python "
+                                                      "launcher")
+    function, state = bound
 
     def helper(suffix: str, schema: str, fn: Callable) -> None:
         lib.define(f"{name}__{suffix}{schema}")
