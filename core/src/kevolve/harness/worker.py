@@ -313,9 +313,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         mismatch = checks.first_mismatch(outputs, checks.expected(problem, inputs), tol, 1)
         if mismatch is not None:
             index, bad = mismatch
-            raise Rejected(ev.WRONG, "timing", f"a timed call's output {index}: {bad['reason']} (the checked "
-                           "calls were right: it computes only while checked, or hands back answers it remembered)",
-                           {**bad, "output": index})
+            raise Rejected(ev.WRONG, "timing", timed_mismatch_reason(index, bad), {**bad, "output": index})
         if round_ in watched_rounds:
             _watch_one_more(problem, kernel, runner, inputs, vary)
         _warm(baselines_only.values(), runner)
@@ -326,6 +324,24 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     timings = {name: ev.Timing.of(s) for name, s in samples.items()}
     speedups = {name: ev.Speedup.of(s, samples["kernel"]) for name, s in samples.items() if name != "kernel"}
     return timings, speedups, run_kernel, [inputs, _as_list(returned[0])]
+
+
+#: a timed call's mismatch this small (at most this many times the tolerance, in at most this share of the
+#: outputs, all written) reads as numerics at the edge of the tolerance, not as a kernel that stops computing
+EDGE_TIMES_TOLERANCE, EDGE_SHARE = 10.0, 1e-3
+
+
+def timed_mismatch_reason(index: int, bad: dict[str, Any]) -> str:
+    """Why a timed call's outputs were wrong, in words that fit the evidence: a few outputs just past the
+    tolerance on inputs the checks did not draw (matmul_transposed_a, K=8192 in float32 on a lent H200: 1 of
+    1048576) is not the same finding as a kernel that computes only while checked."""
+    worst = bad.get("worst_error_over_tolerance", math.inf)
+    if not bad.get("unwritten") and worst <= EDGE_TIMES_TOLERANCE and \
+            bad["mismatched"] <= EDGE_SHARE * bad["total"]:
+        return (f"a timed call's output {index}: {bad['reason']}, at most {worst:.2f}x the tolerance: its numerics "
+                "sit at the edge of the tolerance on inputs the checks did not draw")
+    return (f"a timed call's output {index}: {bad['reason']} (the checked calls were right: it computes only while "
+            "checked, or hands back answers it remembered)")
 
 
 def _watch_one_more(problem, kernel: Callable, runner, inputs: list[torch.Tensor], vary: Callable[[], None]) -> None:
