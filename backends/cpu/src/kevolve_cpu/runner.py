@@ -65,6 +65,9 @@ NUMBA_GIL = {"PyEval_SaveThread", "PyEval_RestoreThread"}
 class CpuRunner(Runner):
     device = "cpu"
     runtime_packages = ("numba",)
+    #: C++ kernels are compiled before they load and numba compiles in the process: nothing a kernel's load or
+    #: call needs starts a process
+    confines_kernel = True
 
     def load(self, build: BuildResult) -> KernelFn:
         if build.language == "cpp":

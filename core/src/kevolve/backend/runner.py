@@ -75,6 +75,10 @@ class Runner(ABC):
     #: whether :meth:`flush_cache` evicts the caches before each timed call (bandwidth is then judged against
     #: the outermost memory level)
     cold_cache: bool = False
+    #: whether the worker loads and calls this runner's kernels on a thread whose seccomp filter refuses process
+    #: creation, running programs and tracing (harness/confine.py); a runner whose kernels compile on first call
+    #: by running a compiler (Triton on a GPU: ``ptxas``) cannot
+    confines_kernel: bool = False
 
     @abstractmethod
     def load(self, build: BuildResult) -> KernelFn:

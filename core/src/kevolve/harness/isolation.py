@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kevolve.harness import confine
 from kevolve.harness import evaluation as ev
 from kevolve.harness.protocol import receive, send
 from kevolve.harness.throughput import stage_of
@@ -201,6 +202,9 @@ def run_isolated(task: dict[str, Any], *, timeout_s: float, memory_limit_bytes: 
                     clock.pause(stage_of(stage) == "wait")
                     on_stage(stage)
             elapsed = clock.elapsed()
+            if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS:
+                return {"status": ev.REJECTED, "stage": stage, "reason": f"during {stage}, the kernel {confine.RULE}",
+                        "evidence": {"wait_status": status}, "wall_s": elapsed}
             if status is not None:
                 return {"status": ev.CRASH, "stage": stage,
                         "reason": f"the kernel's process died during {stage}: {_describe_exit(status)}",

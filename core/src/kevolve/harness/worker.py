@@ -16,7 +16,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -25,8 +25,11 @@ from kevolve.backend.runner import Judge
 from kevolve.backend.scratch import PLUMBING as SCRATCH_PLUMBING
 from kevolve.harness import baselines, checks, launchers, unseen, watch
 from kevolve.harness import evaluation as ev
+from kevolve.harness.confine import kernel_thread
 from kevolve.harness.throughput import WAITING_FOR_DEVICE
 from kevolve.harness.variation import InputVariation
+
+T = TypeVar("T")
 
 #: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
 #: ``tensor.numpy()``, dispatches these) or uninitialised memory (a kernel's scratch space, allocated on the host
@@ -242,8 +245,8 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
 
 
 def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], task: dict[str, Any],
-                   rounds: TimingInputs, compiled: dict[str, Callable],
-                   host_clock: bool = False) -> tuple[dict, dict, Callable, list]:
+                   rounds: TimingInputs, compiled: dict[str, Callable], host_clock: bool = False,
+                   on_kernel: Callable[[Callable[[], T]], T] = lambda fn: fn()) -> tuple[dict, dict, Callable, list]:
     """Timings and speedups of the kernel against eager and the ``compiled`` baselines (ready to call,
     :func:`baselines.prepare_compiled`), the kernel's thunk and the tensors it uses.
 
@@ -258,7 +261,8 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     reference computed after it; a thread still computing after the call returned is caught by watching the
     process's other threads for a moment; a child process started while timed, by looking for one; torch
     computing once the checks are behind, by one more call watched like a checked one after the timed calls of
-    a majority of the rounds."""
+    a majority of the rounds. Whatever calls the kernel runs through ``on_kernel`` (the kernel's own thread,
+    harness/confine.py); the baselines run on this thread."""
     from kevolve.delivery.op import op_name, register_kernel
 
     op = register_kernel(problem, kernel, runner.device, op_name(problem, task["target"], task["source_hash"]),
@@ -278,7 +282,8 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     thunks: dict[str, Callable] = {"kernel": run_kernel, "eager": lambda: problem.reference(inputs)}
     for name, fn in compiled.items():
         thunks[name] = lambda fn=fn: fn(*inputs)
-    inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items()}
+    inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items() if name != "kernel"}
+    inner["kernel"] = on_kernel(lambda: _calibrate(run_kernel, runner, config["sample_s"]))
     known_children = watch.children()
     rng = random.Random(_seed_from_os())
     tol = problem.tolerance(problem.dtype)
@@ -296,10 +301,14 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         # one untimed call on the new inputs: a caller's loop has its allocator blocks and kernel specialisations
         # ready, and jagged inputs change sizes every round (jagged_truncate on a lent H200: 1.01x eager timed
         # cold against the 1.26x a caller's loop got; 1.15x against 1.14x warmed)
-        _warm([run_kernel], runner)
         lengths = {name: max(1, round(n * rng.uniform(0.75, 1.25))) for name, n in inner.items()}
-        got = runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": lengths["kernel"]},
-                                      host_clock=host_clock, before_call=vary)
+
+        def sample_kernel(calls: int = lengths["kernel"], vary: InputVariation = vary) -> dict[str, list[float]]:
+            _warm([run_kernel], runner)
+            return runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": calls},
+                                           host_clock=host_clock, before_call=vary)
+
+        got = on_kernel(sample_kernel)
         outputs = [o.clone() for o in _as_list(returned[0])]
         busy = watch.other_threads_busy(config["quiet_s"])
         if busy:
@@ -315,7 +324,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
             index, bad = mismatch
             raise Rejected(ev.WRONG, "timing", timed_mismatch_reason(index, bad), {**bad, "output": index})
         if round_ in watched_rounds:
-            _watch_one_more(problem, kernel, runner, inputs, vary)
+            on_kernel(lambda vary=vary: _watch_one_more(problem, kernel, runner, inputs, vary))
         _warm(baselines_only.values(), runner)
         got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock, before_call=vary,
                                            inner={name: lengths[name] for name in baselines_only}))
@@ -410,11 +419,12 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
     config = task["config"]
     result: dict[str, Any] = {"resources": build.resources}
     clocks = watch.clock_identity()
+    confined = kernel_thread(runner.confines_kernel)
     try:
         report("load")
         before = watch.threads()
         try:
-            kernel = runner.load(build)
+            kernel = confined.run(lambda: runner.load(build))
         except Exception as exc:
             _reject_refused()  # the audit hook stopped its code: the rule is the reason, not the error it raised
             raise Rejected(ev.RUNTIME_ERROR, "load", f"could not load the kernel: {type(exc).__name__}: {exc}",
@@ -436,9 +446,9 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             compiled, untimed = baselines.prepare_compiled(config["baselines"], problem, task, runner,
                                                            config["compile_limit_s"])
         with exclusive_device(runner, report):
-            check_correctness(problem, kernel, runner, config, report)
+            confined.run(lambda: check_correctness(problem, kernel, runner, config, report))
             report("audit")
-            clock_reason = audit_kernel(problem, kernel, runner)
+            clock_reason = confined.run(lambda: audit_kernel(problem, kernel, runner))
             _check_process(clocks, "correctness")
             outside = getattr(kernel, "outside_contract", lambda: [])()  # what it ran, where the loader can tell
             if outside:
@@ -448,11 +458,14 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                 if not timed:
                     result.update(untimed=note, **_estimate(problem, backend, spec, build, task))
                 return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
-            result["timing_note"] = "; ".join(n for n in (note, clock_reason and f"timed by the host's clock: "
-                                                          f"{clock_reason}") if n)
+            result["timing_note"] = "; ".join(n for n in (
+                note, clock_reason and f"timed by the host's clock: {clock_reason}",
+                runner.confines_kernel and confined.unconfined and f"the kernel ran unconfined ({confined.unconfined})")
+                if n)
             report("timing")
             timings, speedups, run_kernel, keep_alive = time_candidate(
-                problem, kernel, runner, config, task, rounds, compiled, host_clock=bool(clock_reason))
+                problem, kernel, runner, config, task, rounds, compiled, host_clock=bool(clock_reason),
+                on_kernel=confined.run)
             _check_process(clocks, "timing", children=False)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
@@ -469,7 +482,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             if not config["profile"]:  # a re-timing of a kernel the search has profiled (api._run keeps that)
                 return {**result, "status": ev.OK, "stage": "done", "wall_s": time.perf_counter() - started}
             report("profile")
-            request = ProfileRequest(run=run_kernel, time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
+            request = ProfileRequest(run=lambda: confined.run(run_kernel), time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
                                      bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
                                      resources=build.resources, cold_cache=runner.cold_cache, artifact=build.artifact,
                                      language=build.language,
@@ -484,6 +497,8 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
         result.update(status=ev.OK, stage="done", diagnosis=diagnosis.to_dict())
     except Rejected as rej:
         result.update(status=rej.status, stage=rej.stage, reason=rej.reason, evidence=_plain(rej.evidence))
+    finally:
+        confined.close()
     result["wall_s"] = time.perf_counter() - started
     return result
 

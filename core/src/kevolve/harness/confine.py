@@ -1,0 +1,112 @@
+"""The kernel's own thread: where a runner asks for it (``Runner.confines_kernel``), a candidate's load and every
+call of it run on one thread of the worker whose seccomp filter kills the worker at the first system call that
+creates a process, runs a program or reaches into another process's memory.
+
+A source scan is one spelling short and the linker's view misses raw system calls (inline ``syscall``
+instructions); the kernel's syscalls are not. The filter is the thread's (no ``TSYNC``), inherited by every
+thread the kernel starts, and not the rest of the worker's: the worker itself still starts what it needs after
+a kernel loaded (``perf`` for counters, the C++ compiler behind a compiled baseline). Threads stay allowed
+(``clone`` with ``CLONE_THREAD``; ``clone3``, whose flags a filter cannot read, answers ``ENOSYS`` and the C
+library falls back to ``clone``). A worker killed so is seen by its parent (``SIGSYS``) and the candidate is
+rejected by that rule (:func:`kevolve.harness.isolation.run_isolated`).
+"""
+
+from __future__ import annotations
+
+import errno
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: system calls a kernel's thread may not make: process creation, running a program, tracing, and reading or
+#: writing another process's memory
+FORBIDDEN = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev")
+CLONE_THREAD = 0x00010000
+#: what the worker's parent says of a worker the filter killed
+RULE = ("made a system call a kernel may not make (process creation, running a program, or tracing another "
+        "process), refused by its thread's seccomp filter, which killed the worker (SIGSYS)")
+
+
+def _install_filter() -> None:
+    import pyseccomp as seccomp
+
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    for name in FORBIDDEN:
+        rules.add_rule(seccomp.KILL_PROCESS, name)
+    rules.add_rule(seccomp.KILL_PROCESS, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0))
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    rules.load()
+
+
+class KernelThread:
+    """Runs what it is given on its confined thread, one call at a time, and hands back the result or raises
+    what the call raised. Where the filter cannot be installed (no libseccomp, another OS), calls run on the
+    caller's thread and :attr:`unconfined` says why."""
+
+    def __init__(self) -> None:
+        self.unconfined = ""
+        try:
+            import pyseccomp  # noqa: F401  (imported here: loading libseccomp must not happen on the kernel's thread)
+        except (ImportError, OSError) as exc:
+            self.unconfined = f"no seccomp filter: {type(exc).__name__}: {exc}"
+            return
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        started: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, args=(started,), name="kevolve-kernel", daemon=True)
+        self._thread.start()
+        failure = started.get()
+        if failure:
+            self.unconfined = f"no seccomp filter: {failure}"
+
+    def _serve(self, started: queue.SimpleQueue) -> None:
+        try:
+            _install_filter()
+        except Exception as exc:  # libseccomp fails in several ways (kernel, architecture, permissions)
+            started.put(f"{type(exc).__name__}: {exc}")
+            return
+        started.put("")
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, answer = job
+            try:
+                answer.put((True, fn()))
+            except BaseException as exc:  # handed to the caller's thread as it was raised
+                answer.put((False, exc))
+
+    def run(self, fn: Callable[[], T]) -> T:
+        if self.unconfined:
+            return fn()
+        answer: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs.put((fn, answer))
+        ok, value = answer.get()
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        if not self.unconfined:
+            self._jobs.put(None)
+            self._thread.join()
+
+
+class SameThread:
+    """For runners that do not confine their kernels: calls run where they are made."""
+
+    unconfined = "the runner does not confine its kernels"
+
+    @staticmethod
+    def run(fn: Callable[[], T]) -> T:
+        return fn()
+
+    def close(self) -> None:
+        pass
+
+
+def kernel_thread(confines: bool) -> Any:
+    """A :class:`KernelThread` where ``confines``, else :class:`SameThread`."""
+    return KernelThread() if confines else SameThread()
