@@ -39,8 +39,9 @@ def timed(problem, kernel, runner, task: dict, config: dict, arm: str) -> float:
     if arm == "off":
         worker.InputVariation = lambda tensors, rng: (lambda: None)
     try:
-        _, speedups, *_ = worker.time_candidate(problem, kernel, runner, config, task,
-                                                worker.TimingInputs(problem, config["repeats"] + 1))
+        op = worker.register_timed_op(problem, kernel, runner, task)
+        _, speedups, *_ = worker.time_candidate(problem, kernel, op, runner, config,
+                                                worker.TimingInputs(problem, config["repeats"] + 1), {})
     finally:
         worker.InputVariation = varied
     return speedups["eager"].median

@@ -5,10 +5,16 @@ creates a process, runs a program or reaches into another process's memory.
 A source scan is one spelling short and the linker's view misses raw system calls (inline ``syscall``
 instructions); the kernel's syscalls are not. The filter is the thread's (no ``TSYNC``), inherited by every
 thread the kernel starts, and not the rest of the worker's: the worker itself still starts what it needs after
-a kernel loaded (``perf`` for counters, the C++ compiler behind a compiled baseline). Threads stay allowed
+a kernel loaded (``perf`` for counters, the C++ compiler behind the op's native path). Threads stay allowed
 (``clone`` with ``CLONE_THREAD``; ``clone3``, whose flags a filter cannot read, answers ``ENOSYS`` and the C
 library falls back to ``clone``). A worker killed so is seen by its parent (``SIGSYS``) and the candidate is
 rejected by that rule (:func:`kevolve.harness.isolation.run_isolated`).
+
+The baselines are timed on the same thread as the kernel: an OpenMP team belongs to the thread that starts it,
+and a kernel's team beside eager's on another thread doubled both times (matmul 512 with two threads on the
+2-core VM: 1966-2044 us in the harness against 1085 unconfined and 1190 in a caller's loop). So the thread
+starts unfiltered, prepares the compiled baselines (Inductor compiles by running the C++ compiler), and is
+sealed (:meth:`KernelThread.seal`) before the kernel loads.
 """
 
 from __future__ import annotations
@@ -42,32 +48,21 @@ def _install_filter() -> None:
 
 
 class KernelThread:
-    """Runs what it is given on its confined thread, one call at a time, and hands back the result or raises
-    what the call raised. Where the filter cannot be installed (no libseccomp, another OS), calls run on the
-    caller's thread and :attr:`unconfined` says why."""
+    """Runs what it is given on its own thread, one call at a time, and hands back the result or raises what the
+    call raised; :meth:`seal` installs the filter there. Where the filter cannot be installed (no libseccomp,
+    another OS), :attr:`unconfined` says why and calls still run on the thread."""
 
     def __init__(self) -> None:
         self.unconfined = ""
         try:
-            import pyseccomp  # noqa: F401  (imported here: loading libseccomp must not happen on the kernel's thread)
+            import pyseccomp  # noqa: F401  (loading libseccomp runs ldconfig: not on a sealed thread)
         except (ImportError, OSError) as exc:
             self.unconfined = f"no seccomp filter: {type(exc).__name__}: {exc}"
-            return
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        started: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, args=(started,), name="kevolve-kernel", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="kevolve-kernel", daemon=True)
         self._thread.start()
-        failure = started.get()
-        if failure:
-            self.unconfined = f"no seccomp filter: {failure}"
 
-    def _serve(self, started: queue.SimpleQueue) -> None:
-        try:
-            _install_filter()
-        except Exception as exc:  # libseccomp fails in several ways (kernel, architecture, permissions)
-            started.put(f"{type(exc).__name__}: {exc}")
-            return
-        started.put("")
+    def _serve(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
@@ -79,8 +74,6 @@ class KernelThread:
                 answer.put((False, exc))
 
     def run(self, fn: Callable[[], T]) -> T:
-        if self.unconfined:
-            return fn()
         answer: queue.SimpleQueue = queue.SimpleQueue()
         self._jobs.put((fn, answer))
         ok, value = answer.get()
@@ -88,10 +81,18 @@ class KernelThread:
             raise value
         return value
 
+    def seal(self) -> None:
+        """Install the filter on the thread: from here on what it runs cannot start a process."""
+        if self.unconfined:
+            return
+        try:
+            self.run(_install_filter)
+        except Exception as exc:  # libseccomp fails in several ways (kernel, architecture, permissions)
+            self.unconfined = f"no seccomp filter: {type(exc).__name__}: {exc}"
+
     def close(self) -> None:
-        if not self.unconfined:
-            self._jobs.put(None)
-            self._thread.join()
+        self._jobs.put(None)
+        self._thread.join()
 
 
 class SameThread:
@@ -102,6 +103,9 @@ class SameThread:
     @staticmethod
     def run(fn: Callable[[], T]) -> T:
         return fn()
+
+    def seal(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -16,7 +16,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -28,8 +28,6 @@ from kevolve.harness import evaluation as ev
 from kevolve.harness.confine import kernel_thread
 from kevolve.harness.throughput import WAITING_FOR_DEVICE
 from kevolve.harness.variation import InputVariation
-
-T = TypeVar("T")
 
 #: ATen ops that compute nothing: another view of the same memory (a runner handing a kernel raw buffers, e.g.
 #: ``tensor.numpy()``, dispatches these) or uninitialised memory (a kernel's scratch space, allocated on the host
@@ -244,11 +242,20 @@ def _calibrate(thunk: Callable, runner, sample_s: float) -> int:
     return max(1, min(10_000, math.ceil(sample_s / once)))
 
 
-def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], task: dict[str, Any],
-                   rounds: TimingInputs, compiled: dict[str, Callable], host_clock: bool = False,
-                   on_kernel: Callable[[Callable[[], T]], T] = lambda fn: fn()) -> tuple[dict, dict, Callable, list]:
+def register_timed_op(problem, kernel: Callable, runner, task: dict[str, Any]) -> Callable:
+    """The kernel as the torch op a user gets (``result.as_torch_op()``), registered on the worker's own thread:
+    the op's native path may be compiled on the way, by running the C++ compiler (harness/confine.py)."""
+    from kevolve.delivery.op import op_name, register_kernel
+
+    return register_kernel(problem, kernel, runner.device, op_name(problem, task["target"], task["source_hash"]),
+                           graphs="not checked (the harness's copy of the op)")
+
+
+def time_candidate(problem, kernel: Callable, op: Callable, runner, config: dict[str, Any], rounds: TimingInputs,
+                   compiled: dict[str, Callable], host_clock: bool = False) -> tuple[dict, dict, Callable, list]:
     """Timings and speedups of the kernel against eager and the ``compiled`` baselines (ready to call,
-    :func:`baselines.prepare_compiled`), the kernel's thunk and the tensors it uses.
+    :func:`baselines.prepare_compiled`), the kernel's thunk and the tensors it uses. ``op`` is the kernel as the
+    torch op a user gets (:func:`register_timed_op`).
 
     What is timed is the op a user gets (result.as_torch_op()): output shapes, allocation (as eager pays it), any
     read that sizes an output, and the launch. Round by round, the kernel's sample, then the baselines', on fresh
@@ -261,12 +268,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     reference computed after it; a thread still computing after the call returned is caught by watching the
     process's other threads for a moment; a child process started while timed, by looking for one; torch
     computing once the checks are behind, by one more call watched like a checked one after the timed calls of
-    a majority of the rounds. Whatever calls the kernel runs through ``on_kernel`` (the kernel's own thread,
-    harness/confine.py); the baselines run on this thread."""
-    from kevolve.delivery.op import op_name, register_kernel
-
-    op = register_kernel(problem, kernel, runner.device, op_name(problem, task["target"], task["source_hash"]),
-                         graphs="not checked (the harness's copy of the op)")
+    a majority of the rounds."""
     inputs: list[torch.Tensor] = []
     caller: list[torch.Tensor] = []
     returned: list[Any] = [None]
@@ -282,8 +284,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
     thunks: dict[str, Callable] = {"kernel": run_kernel, "eager": lambda: problem.reference(inputs)}
     for name, fn in compiled.items():
         thunks[name] = lambda fn=fn: fn(*inputs)
-    inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items() if name != "kernel"}
-    inner["kernel"] = on_kernel(lambda: _calibrate(run_kernel, runner, config["sample_s"]))
+    inner = {name: _calibrate(thunk, runner, config["sample_s"]) for name, thunk in thunks.items()}
     known_children = watch.children()
     rng = random.Random(_seed_from_os())
     tol = problem.tolerance(problem.dtype)
@@ -301,14 +302,10 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
         # one untimed call on the new inputs: a caller's loop has its allocator blocks and kernel specialisations
         # ready, and jagged inputs change sizes every round (jagged_truncate on a lent H200: 1.01x eager timed
         # cold against the 1.26x a caller's loop got; 1.15x against 1.14x warmed)
+        _warm([run_kernel], runner)
         lengths = {name: max(1, round(n * rng.uniform(0.75, 1.25))) for name, n in inner.items()}
-
-        def sample_kernel(calls: int = lengths["kernel"], vary: InputVariation = vary) -> dict[str, list[float]]:
-            _warm([run_kernel], runner)
-            return runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": calls},
-                                           host_clock=host_clock, before_call=vary)
-
-        got = on_kernel(sample_kernel)
+        got = runner.time_interleaved({"kernel": run_kernel}, repeats=1, inner={"kernel": lengths["kernel"]},
+                                      host_clock=host_clock, before_call=vary)
         outputs = [o.clone() for o in _as_list(returned[0])]
         busy = watch.other_threads_busy(config["quiet_s"])
         if busy:
@@ -324,7 +321,7 @@ def time_candidate(problem, kernel: Callable, runner, config: dict[str, Any], ta
             index, bad = mismatch
             raise Rejected(ev.WRONG, "timing", timed_mismatch_reason(index, bad), {**bad, "output": index})
         if round_ in watched_rounds:
-            on_kernel(lambda vary=vary: _watch_one_more(problem, kernel, runner, inputs, vary))
+            _watch_one_more(problem, kernel, runner, inputs, vary)
         _warm(baselines_only.values(), runner)
         got.update(runner.time_interleaved(baselines_only, repeats=1, host_clock=host_clock, before_call=vary,
                                            inner={name: lengths[name] for name in baselines_only}))
@@ -421,6 +418,17 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
     clocks = watch.clock_identity()
     confined = kernel_thread(runner.confines_kernel)
     try:
+        runner.start_device()
+        timed, note = backend.timing(spec)
+        timing = config["time"] and timed
+        rounds = TimingInputs(problem, config["repeats"] + 1) if timing else None
+        compiled: dict[str, Callable] = {}
+        untimed: dict[str, str] = {}
+        if timing and baselines.any_compiled(config["baselines"]):
+            report("compile baselines")  # host work: done before the device is held (harness/baselines.py)
+            compiled, untimed = confined.run(lambda: baselines.prepare_compiled(
+                config["baselines"], problem, task, runner, config["compile_limit_s"]))
+        confined.seal()  # before the kernel's first line runs (harness/confine.py)
         report("load")
         before = watch.threads()
         try:
@@ -435,16 +443,6 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             raise Rejected(ev.REJECTED, "load", f"started {len(new_threads)} thread(s) when loaded; a kernel's "
                            "work is done by its call (threads a parallel region starts are fine)",
                            {"threads": len(new_threads)})
-        runner.start_device()
-        timed, note = backend.timing(spec)
-        timing = config["time"] and timed
-        rounds = TimingInputs(problem, config["repeats"] + 1) if timing else None
-        compiled: dict[str, Callable] = {}
-        untimed: dict[str, str] = {}
-        if timing and baselines.any_compiled(config["baselines"]):
-            report("compile baselines")  # host work: done before the device is held (harness/baselines.py)
-            compiled, untimed = baselines.prepare_compiled(config["baselines"], problem, task, runner,
-                                                           config["compile_limit_s"])
         with exclusive_device(runner, report):
             confined.run(lambda: check_correctness(problem, kernel, runner, config, report))
             report("audit")
@@ -463,9 +461,9 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                 runner.confines_kernel and confined.unconfined and f"the kernel ran unconfined ({confined.unconfined})")
                 if n)
             report("timing")
-            timings, speedups, run_kernel, keep_alive = time_candidate(
-                problem, kernel, runner, config, task, rounds, compiled, host_clock=bool(clock_reason),
-                on_kernel=confined.run)
+            op = register_timed_op(problem, kernel, runner, task)
+            timings, speedups, run_kernel, keep_alive = confined.run(lambda: time_candidate(
+                problem, kernel, op, runner, config, rounds, compiled, host_clock=bool(clock_reason)))
             _check_process(clocks, "timing", children=False)
             facts = backend.facts(spec)
             inputs, outputs = keep_alive
