@@ -69,3 +69,23 @@ def test_a_python_launcher_gets_the_buffers_it_asks_for(check_only):
     wrong = SCRATCH_KERNEL.replace('("int64", [7, 8])', '("int64", [7])')
     evaluation = evaluate_candidate(Candidate(wrong, "triton"), problem, "mtia_sim", check_only)
     assert not evaluation.correct and "the scratch it asked for" in evaluation.reason
+
+
+def test_both_orders_of_the_conv_gemm_reduction_are_correct(check_only):
+    """ORDER "flat" (the default) and "taps" (the channels inside each tap, where they fill whole K tiles)."""
+    from kevolve.plugins import get_manager
+    from kevolve.program.recipe import ProgramRecipe
+
+    target = get_manager().usable_target("nvidia_h100")
+    problem = KernelBenchProblem(PROBLEMS / "conv_implicit_gemm.py")
+    recipe = ProgramRecipe(target.backend.recipes(target.spec), "triton",
+                           target.language_forms()["triton"].assemble_program)
+    default = recipe.space(problem, target.backend.facts(target.spec)).default()
+    orders = [name for name in default if name.endswith(".ORDER")]
+    assert orders and all(default[name] == "flat" for name in orders), default
+    for order in ("flat", "taps"):
+        params = {**default, **{name: order for name in orders}}
+        source = recipe.render(problem, params)
+        assert ("TAPS_OUTER=True and cin_g" in source) == (order == "taps")
+        evaluation = evaluate_candidate(Candidate(source, "triton", params), problem, "nvidia_h100", check_only)
+        assert evaluation.correct, (order, evaluation.reason)
