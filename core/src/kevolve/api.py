@@ -231,7 +231,8 @@ def _run(st: Store, problem: Problem, registered: RegisteredTarget, session_id: 
     search = Search(problem=problem, target=registered, synthesizer=manager.synthesizers.create(config.synthesizer),
                     strategy=STRATEGIES[config.search](), budget=budget, harness=harness, store=st,
                     session_id=session_id, seed=seed, docs=manager.knowledge, seeds=seeds, skills=lessons,
-                    knowledge=config.knowledge, progress=progress or (lambda event: None), executor=executor)
+                    knowledge=config.knowledge, progress=progress or (lambda event: None), executor=executor,
+                    ops=[manager.ops.get(name) for name in manager.ops.names()])
     search.replay(records)
     with st.beating(session_id):  # the store can tell this session runs, not killed
         try:

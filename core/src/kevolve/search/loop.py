@@ -16,6 +16,7 @@ from kevolve.harness.evaluation import Evaluation, evidence_text
 from kevolve.harness.executor import Collect, Executor, LocalExecutor
 from kevolve.harness.pipeline import HarnessConfig
 from kevolve.knowledge import KnowledgeBase, Signals
+from kevolve.problems.catalog import OpDef
 from kevolve.problems.problem import Problem, dtype_name
 from kevolve.registry import RegisteredTarget
 from kevolve.search.strategy import Strategy
@@ -59,7 +60,7 @@ class Search:
                  budget: Budget, harness: HarnessConfig, store: Store, session_id: str, seed: int,
                  docs: KnowledgeBase, seeds: list[tuple[str, dict]] | None = None, skills: list[Skill] | None = None,
                  knowledge: bool = True, progress: Progress = lambda event: None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, ops: list[OpDef] | None = None) -> None:
         self.problem, self.target, self.synthesizer, self.strategy = problem, target, synthesizer, strategy
         self.budget, self.harness, self.store, self.session_id, self.seed = budget, harness, store, session_id, seed
         self.docs, self.seeds, self.skills = docs, seeds or [], skills or []
@@ -77,6 +78,8 @@ class Search:
         self.facts = target.backend.facts(target.spec)
         self.recipes = target.backend.recipes(target.spec)
         self.forms = target.language_forms()
+        #: the catalog's ops: a program that one of them computes gets its recipes (kevolve.program.catalog_twin)
+        self.ops = ops or []
         self.tree = Tree()
         self.best_fitness = 0.0
         self.since_improvement = 0
@@ -266,6 +269,7 @@ class Search:
             history=history, parent=parent.history_item() if parent is not None else None, diagnosis=diagnosis,
             best=best.history_item() if best is not None else None, recipes=self.recipes, seeds=self.seeds,
             skills=self.skills, contract=self.docs.contract(self.target.spec.name, language), forms=self.forms,
+            ops=self.ops,
         )
 
 

@@ -15,6 +15,7 @@ from kevolve.problems.problem import Problem
 from kevolve.target import MachineFacts, TargetSpec
 
 if TYPE_CHECKING:
+    from kevolve.problems.catalog import OpDef
     from kevolve.skills import Skill
     from kevolve.synthesis.recipe import Recipe
 
@@ -93,6 +94,8 @@ class Context:
     contract: list[Passage] = field(default_factory=list)
     #: language -> how its kernel files look, from the target's toolchains (see backend.toolchain.LanguageForm)
     forms: dict[str, LanguageForm] = field(default_factory=dict)
+    #: the catalog's ops (a program that one of them computes gets that op's recipes: kevolve.program.catalog_twin)
+    ops: list[OpDef] = field(default_factory=list)
 
     def form(self, language: str) -> LanguageForm:
         return self.forms.get(language, LanguageForm())
