@@ -23,7 +23,7 @@ import errno
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class KernelThread:
 class SameThread:
     """For runners that do not confine their kernels: calls run where they are made."""
 
-    unconfined = "the runner does not confine its kernels"
+    unconfined = ""  # no confinement was asked for, so none is missing
 
     @staticmethod
     def run(fn: Callable[[], T]) -> T:
@@ -111,6 +111,6 @@ class SameThread:
         pass
 
 
-def kernel_thread(confines: bool) -> Any:
+def kernel_thread(confines: bool) -> KernelThread | SameThread:
     """A :class:`KernelThread` where ``confines``, else :class:`SameThread`."""
     return KernelThread() if confines else SameThread()

@@ -458,7 +458,7 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
                 return {**result, "status": ev.OK, "stage": "correctness", "wall_s": time.perf_counter() - started}
             result["timing_note"] = "; ".join(n for n in (
                 note, clock_reason and f"timed by the host's clock: {clock_reason}",
-                runner.confines_kernel and confined.unconfined and f"the kernel ran unconfined ({confined.unconfined})")
+                confined.unconfined and f"the kernel ran unconfined ({confined.unconfined})")
                 if n)
             report("timing")
             op = register_timed_op(problem, kernel, runner, task)
@@ -480,12 +480,11 @@ def run_task(task: dict[str, Any], report: Callable[[str], None]) -> dict[str, A
             if not config["profile"]:  # a re-timing of a kernel the search has profiled (api._run keeps that)
                 return {**result, "status": ev.OK, "stage": "done", "wall_s": time.perf_counter() - started}
             report("profile")
-            request = ProfileRequest(run=lambda: confined.run(run_kernel), time_s=timings["kernel"].median, flops=problem.flops(problem.dims),
-                                     bytes=nbytes, dtype=dtype, facts=facts, parameters=task.get("parameters", {}),
-                                     resources=build.resources, cold_cache=runner.cold_cache, artifact=build.artifact,
-                                     language=build.language,
-                                     problem_spec=task["problem"],
-                                     bootstrap=task["bootstrap"])
+            request = ProfileRequest(run=lambda: confined.run(run_kernel), time_s=timings["kernel"].median,
+                                     flops=problem.flops(problem.dims), bytes=nbytes, dtype=dtype, facts=facts,
+                                     parameters=task.get("parameters", {}), resources=build.resources,
+                                     cold_cache=runner.cold_cache, artifact=build.artifact, language=build.language,
+                                     problem_spec=task["problem"], bootstrap=task["bootstrap"])
             profiler = backend.profiler(spec)
             if profiler.costly and config["counters_from"] is not None and "eager" in speedups and \
                     speedups["eager"].median < config["counters_from"]:

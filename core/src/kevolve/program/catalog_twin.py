@@ -50,7 +50,7 @@ def _twin_by_shapes(problem: Problem, op: OpDef, inputs: list[torch.Tensor]) -> 
     if op.output_specs is not None or dtype_name(problem.dtype) not in op.dtypes or len(op.inputs) != len(inputs):
         return None  # outputs sized by values: shapes alone do not pin the sizes
     layout = _layout(op, problem.dtype)
-    if layout is None or [t.dtype for t in inputs] != layout.dtypes:
+    if layout is None or tuple(t.dtype for t in inputs) != layout.dtypes:
         return None
     dims = layout.dims_of([tuple(t.shape) for t in inputs])
     if dims is None:
@@ -81,7 +81,7 @@ class _Layout:
     """An op's inputs as shapes of its dims: each axis a dim's name or a size the op fixes."""
 
     axes: tuple[tuple[str | int, ...], ...]
-    dtypes: list[torch.dtype]
+    dtypes: tuple[torch.dtype, ...]
 
     def shapes(self, dims: dict[str, int]) -> list[tuple[int, ...]]:
         return [tuple(dims[a] if isinstance(a, str) else a for a in shape) for shape in self.axes]
@@ -116,7 +116,7 @@ def _find_layout(op: OpDef, dtype: torch.dtype) -> _Layout | None:
     except (ProblemError, RuntimeError, ValueError):
         return None
     names = {size: name for name, size in probe.items()}
-    layout = _Layout(tuple(tuple(names.get(s, s) for s in t.shape) for t in inputs), [t.dtype for t in inputs])
+    layout = _Layout(tuple(tuple(names.get(s, s) for s in t.shape) for t in inputs), tuple(t.dtype for t in inputs))
     return layout if set(names.values()) <= {a for axes in layout.axes for a in axes} else None
 
 
@@ -128,9 +128,6 @@ class TwinRecipe(Recipe):
     def __init__(self, recipe: Recipe, twin: CatalogProblem) -> None:
         self.recipe, self.twin = recipe, twin
         self.name, self.language = recipe.name, recipe.language
-
-    def supports(self, problem: Problem) -> bool:
-        return problem.family == "custom"
 
     def space(self, problem: Problem, facts: MachineFacts) -> ScheduleSpace:
         return self.recipe.space(self.twin, facts)

@@ -27,13 +27,13 @@ class TemplateSynthesizer(Synthesizer):
         # a free-form parent (an LLM's kernel) that marks tunable knobs is a recipe of its own
         if context.parent is not None and context.parent.recipe == TUNABLE:
             recipes.append(TunableRecipe(context.parent.source, context.parent.language))
-        # a PyTorch program: lowered onto the target's ATen kernels (kevolve.program)
         from kevolve.program.catalog_twin import twin_recipes
         from kevolve.program.recipe import program_recipes
 
         # a program that one catalog op computes: that op's tuned recipes first (kevolve.program.catalog_twin)
         recipes += [r for r in twin_recipes(context.problem, context.recipes, context.ops)
                     if r.language in context.target.languages]
+        # a PyTorch program: lowered onto the target's ATen kernels (kevolve.program)
         programs = program_recipes(context.problem, context.recipes, context.forms)
         recipes += [r for r in programs if r.supports(context.problem)]
         if not recipes:
