@@ -31,7 +31,7 @@ class TemplateSynthesizer(Synthesizer):
         from kevolve.program.recipe import program_recipes
 
         # a program that one catalog op computes: that op's tuned recipes first (kevolve.program.catalog_twin)
-        recipes += [r for r in twin_recipes(context.problem, context.recipes, context.ops)
+        recipes += [r for r in twin_recipes(context.problem, context.recipes, context.ops, context.forms)
                     if r.language in context.target.languages]
         # a PyTorch program: lowered onto the target's ATen kernels (kevolve.program)
         programs = program_recipes(context.problem, context.recipes, context.forms)
@@ -94,7 +94,9 @@ class TemplateSynthesizer(Synthesizer):
                 if context.hints:
                     points.append((recipe, spaces[name].prefer(context.hints), "docs-pack hints"))
             for recipe_name, params in context.seeds:
-                if recipe_name in recipes:
+                # a seed is a point of this problem's space only where the recipe has its knobs here: a lowered
+                # program's knobs are its own nodes' (another program's winner would start the search at defaults)
+                if recipe_name in recipes and set(params) <= {p.name for p in spaces[recipe_name].params}:
                     points.insert(0, (recipes[recipe_name], spaces[recipe_name].fix(params), "won on a similar problem"))
         if len(points) < context.n:  # restart, or nothing the operator could build on
             tried = {name: 0 for name in recipes}
