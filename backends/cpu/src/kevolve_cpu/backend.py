@@ -44,6 +44,11 @@ class CpuBackend(Backend):
             raise TargetUnusableError(f"the cpu target builds {', '.join(self._toolchains)}, not {language!r}")
         return self._toolchains[language]
 
+    def worker_env(self, target: TargetSpec) -> dict[str, str]:
+        from kevolve.harness.confine import WORKER_ENV
+
+        return dict(WORKER_ENV)  # CpuRunner confines its kernels to a thread of their own
+
     def runner(self, target: TargetSpec) -> Runner:
         from kevolve_cpu.runner import CpuRunner
 

@@ -15,11 +15,19 @@ and a kernel's team beside eager's on another thread doubled both times (matmul 
 2-core VM: 1966-2044 us in the harness against 1085 unconfined and 1190 in a caller's loop). So the thread
 starts unfiltered, prepares the compiled baselines (Inductor compiles by running the C++ compiler), and is
 sealed (:meth:`KernelThread.seal`) before the kernel loads.
+
+A thread of its own also allocates from a malloc arena of its own, where a caller's main thread uses the main
+one: under a caching setting of the main arena (the benchmarks' ``MALLOC_TOP_PAD_`` and trim threshold) a 32 MiB
+output was kept and reused by the caller's loop but unmapped and faulted in again on the kernel's thread
+(bucketize 4M on the 2-core VM: 5.4 ms a call on the main thread, 13.2 ms on another; the harness read 7.9x eager
+where a caller's loop got 17.8x). A backend whose runner confines its kernels starts its workers with
+:data:`WORKER_ENV` (``Backend.worker_env``): one arena, the main one, for every thread.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -31,6 +39,9 @@ T = TypeVar("T")
 #: writing another process's memory
 FORBIDDEN = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev")
 CLONE_THREAD = 0x00010000
+#: the environment of workers whose kernels run on their own thread: it allocates as the caller's main thread does
+#: (one malloc arena), unless the caller chose an arena count
+WORKER_ENV = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "1")}
 #: what the worker's parent says of a worker the filter killed
 RULE = ("made a system call a kernel may not make (process creation, running a program, or tracing another "
         "process), refused by its thread's seccomp filter, which killed the worker (SIGSYS)")
