@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run every N-th problem to do, from the K-th (1-based): N runs with --suffix of their "
                              "own share one GPU (the device lock keeps their timings apart); --merge joins them")
     parser.add_argument("--merge", nargs="+", default=[], metavar="JSON",
-                        help="first add the rows of these result files (shards of this run, same settings)")
+                        help="first add the rows of these result files (shards of this run, or a re-run of some "
+                             "problems whose rows replace the table's; same settings)")
     args = parser.parse_args(argv)
     args.baselines = [b for b in args.baselines.split(",") if b]
 
@@ -222,8 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         if differing:
             print(f"{path} was made with other settings ({', '.join(differing)}); not merged", file=sys.stderr)
             return 2
-        known = {r["problem"] for r in data["rows"]}
-        data["rows"] += [r for r in other["rows"] if r["problem"] not in known]
+        merged = {r["problem"] for r in other["rows"]}  # a merged row replaces the table's (a re-run's)
+        data["rows"] = [r for r in data["rows"] if r["problem"] not in merged] + other["rows"]
+        data["rows"].sort(key=lambda r: (KINDS.index(r["kind"]), r["problem"]))
         data["command"] += f"; merged {other['command']}"
     if args.rerun_failed:  # after a fix: the rows of the wanted problems that were not correct run again
         names = {label(p) for p in wanted}

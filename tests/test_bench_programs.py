@@ -5,6 +5,7 @@ holds enough of each kind. Counting and loading only: the bench's timings are be
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from pathlib import Path
 
@@ -70,3 +71,18 @@ def test_summary_counts_unrun_problems_as_not_correct_and_skips_disturbed_timing
     assert s["single"]["timed_vs_eager"] == 2 and s["single"]["faster_than_eager"] == 1
     assert s["single"]["geomean_vs_eager"] == pytest.approx(1.0)
     assert s["fused"]["correct"] == 0 and s["fused"]["geomean_vs_eager"] is None
+
+
+def test_a_merged_re_run_replaces_the_tables_rows_of_its_problems(tmp_path):
+    settings = {"target": "cpu", "budget": 1, "small": True, "baselines": ["eager"], "time_budget_s": None}
+    table = tmp_path / "cpu" / "programs.json"
+    table.parent.mkdir()
+    table.write_text(json.dumps({**settings, "date": "d", "command": "first", "rows": [
+        _row("single/relu", True, 0.05), _row("single/silu", True, 0.14)]}))
+    rerun = tmp_path / "rerun.json"
+    rerun.write_text(json.dumps({**settings, "date": "d", "command": "rerun", "rows": [_row("single/relu", True, 2.8)]}))
+    argv = ["--target", "cpu", "--small", "--budget", "1", "--baselines", "eager", "--out", str(tmp_path),
+            "--only", "single/relu,single/silu", "--merge", str(rerun)]
+    assert programs.main(argv) == 0
+    rows = {r["problem"]: r for r in json.loads(table.read_text())["rows"]}
+    assert rows["single/relu"]["vs_eager"]["median"] == 2.8 and rows["single/silu"]["vs_eager"]["median"] == 0.14

@@ -90,3 +90,23 @@ def test_both_orders_of_the_conv_gemm_reduction_are_correct(check_only):
     assert "TAPS_OUTER=True and cin_g" in source
     evaluation = evaluate_candidate(Candidate(source, "triton", taps), problem, "nvidia_h100", check_only)
     assert evaluation.correct, evaluation.reason
+
+
+def test_a_transposed_weight_read_along_its_rows_is_correct(check_only):
+    """B_TILE "nk": nn.Linear's weight (read as (N, K), trans_b) loaded along its contiguous K and transposed in
+    registers, as well as the (K, N) tile (the default, checked by the programs above)."""
+    from kevolve.plugins import get_manager
+    from kevolve.program.recipe import ProgramRecipe
+
+    target = get_manager().usable_target("nvidia_h100")
+    problem = KernelBenchProblem(PROBLEMS / "linear_gelu_layernorm.py")
+    recipe = ProgramRecipe(target.backend.recipes(target.spec), "triton",
+                           target.language_forms()["triton"].assemble_program)
+    default = recipe.space(problem, target.backend.facts(target.spec)).default()
+    tiles = [name for name in default if name.endswith(".B_TILE")]
+    assert tiles, default
+    nk = {**default, **dict.fromkeys(tiles, "nk")}
+    source = recipe.render(problem, nk)
+    assert "tl.trans(tl.load(b_ptr" in source
+    evaluation = evaluate_candidate(Candidate(source, "triton", nk), problem, "nvidia_h100", check_only)
+    assert evaluation.correct, evaluation.reason

@@ -131,6 +131,9 @@ class TritonAtenGemm(_AtenRecipe):
             Param("BLOCK_M", (16, 32, 64, 128), tile, default=64),
             Param("BLOCK_N", (16, 32, 64, 128), tile, default=64),
             Param("BLOCK_K", (16, 32, 64), {d.LATENCY_BOUND: +1, d.SPILL_BOUND: -1}, default=32),
+            # B's tile as (K, N), or as (N, K) transposed in registers: for a B read as (N, K) with ``trans_b``
+            # (nn.Linear's weight) the second loads along its contiguous K
+            Param("B_TILE", ("kn", "nk"), {}, default="kn"),
             *launch_params(facts, self.families[0]),
         ])
 
@@ -139,23 +142,28 @@ class TritonAtenGemm(_AtenRecipe):
         if any(dt not in FLOATS for _, dt in k.inputs):
             raise ValueError(f"gemm of {[dt for _, dt in k.inputs]}")
         has_c = len(k.inputs) == 3
-        return header(problem, params) + _gemm_device(k.attrs, has_c) + "\n\n\n" + _HOST + _gemm_host(
+        device = _gemm_device(k.attrs, has_c, params.get("B_TILE", "kn"))
+        return header(problem, params) + device + "\n\n\n" + _HOST + _gemm_host(
             k.inputs, k.out_dtype, bool(k.attrs.get("trans_b", False)), params)
 
 
-def _gemm_device(attrs: dict[str, Any], has_c: bool) -> str:
+def _gemm_device(attrs: dict[str, Any], has_c: bool, b_tile: str = "kn") -> str:
     """The @triton.jit GEMM: batch offsets, the K loop of float32 ``tl.dot`` (skipped when the product is not
-    computed), the alpha/beta epilogue with the C++ recipe's operation order, the store."""
+    computed) with B's tile loaded as ``b_tile`` ("kn", or "nk" and transposed), the alpha/beta epilogue with the
+    C++ recipe's operation order, the store."""
     names = ["a", "b", "c"] if has_c else ["a", "b"]
     alpha, beta = float(attrs["alpha"]), float(attrs["beta"])
     value = "acc" if alpha == 1.0 else f"{triton_literal(alpha)} * acc"
+    load_b = {"kn": """        b = tl.load(b_ptr + b_off + kk[:, None].to(tl.int64) * b_sk + rn64[None, :] * b_sn,
+                    mask=(kk[:, None] < K) & mask_n[None, :], other=0.0).to(tl.float32)
+""", "nk": """        b = tl.trans(tl.load(b_ptr + b_off + rn64[:, None] * b_sn + kk[None, :].to(tl.int64) * b_sk,
+                             mask=mask_n[:, None] & (kk[None, :] < K), other=0.0).to(tl.float32))
+"""}[b_tile]
     loop = """    for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
         a = tl.load(a_ptr + a_off + rm64[:, None] * a_sm + kk[None, :].to(tl.int64) * a_sk,
                     mask=mask_m[:, None] & (kk[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + b_off + kk[:, None].to(tl.int64) * b_sk + rn64[None, :] * b_sn,
-                    mask=(kk[:, None] < K) & mask_n[None, :], other=0.0)
-        acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
+""" + load_b + """        acc = tl.dot(a.to(tl.float32), b, acc, input_precision="ieee")
 """
     if not attrs.get("product", True):  # BLAS at alpha == 0: the product is not computed (its NaN does not show)
         value, loop = "acc", ""
