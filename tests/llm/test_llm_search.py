@@ -133,13 +133,13 @@ def test_no_key_or_endpoint_names_what_to_set_before_any_session(provider, varia
 
 def test_llm_and_template_share_one_search(anthropic_server, capsys, tmp_path):
     """A problem no recipe covers (a KernelBench file using an op no ATen kernel covers, ``i0``, so it is not
-    lowered onto the ATen kernels either; on a 3-D input, so the catalog's softmax, which its values equal, is
-    no twin of it): the LLM writes a kernel with a tunable knob, and the template synthesizer tunes that knob in
+    lowered onto the ATen kernels either; on a vector, so the catalog's softmax over a matrix's rows, which its
+    values equal, is no twin of it): the LLM writes a kernel with a tunable knob, and the template synthesizer tunes that knob in
     the same tree."""
     problem = tmp_path / "row_softmax.py"
     problem.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
                        "        return torch.softmax(x, dim=-1) + 0.0 * torch.special.i0(x)\n\n"
-                       "def get_inputs():\n    return [torch.randn(4, 16, 256)]\n\n"
+                       "def get_inputs():\n    return [torch.randn(4096)]\n\n"
                        "def get_init_inputs():\n    return []\n")
     tunable = GOOD.replace("for (int64_t r = 0; r < rows; ++r) {",
                            "constexpr int UNROLL = 1;  // kevolve: tune 1, 2, 4\n"
