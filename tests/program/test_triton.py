@@ -71,22 +71,29 @@ def test_a_python_launcher_gets_the_buffers_it_asks_for(check_only):
     assert not evaluation.correct and "the scratch it asked for" in evaluation.reason
 
 
-def test_both_orders_of_the_conv_gemm_reduction_are_correct(check_only):
-    """ORDER "flat" (the default, checked by the test above) and "taps" (the channels inside each tap, where they
-    fill whole K tiles)."""
+def program_knob(name: str, knob: str, value):
+    """A problem's lowered Triton program on nvidia_h100: (the problem, its default point, that point with every
+    ``<node>.<knob>`` set to ``value``, that point's source, the program recipe)."""
     from kevolve.plugins import get_manager
     from kevolve.program.recipe import ProgramRecipe
 
     target = get_manager().usable_target("nvidia_h100")
-    problem = KernelBenchProblem(PROBLEMS / "conv_implicit_gemm.py")
+    problem = KernelBenchProblem(PROBLEMS / f"{name}.py")
     recipe = ProgramRecipe(target.backend.recipes(target.spec), "triton",
                            target.language_forms()["triton"].assemble_program)
     default = recipe.space(problem, target.backend.facts(target.spec)).default()
-    orders = [name for name in default if name.endswith(".ORDER")]
-    assert orders and all(default[name] == "flat" for name in orders), default
+    knobs = [k for k in default if k.endswith(f".{knob}")]
+    assert knobs, default
+    point = {**default, **dict.fromkeys(knobs, value)}
+    return problem, default, point, recipe.render(problem, point), recipe
+
+
+def test_both_orders_of_the_conv_gemm_reduction_are_correct(check_only):
+    """ORDER "flat" (the default, checked by the test above) and "taps" (the channels inside each tap, where they
+    fill whole K tiles)."""
+    problem, default, taps, source, recipe = program_knob("conv_implicit_gemm", "ORDER", "taps")
+    assert all(v == "flat" for k, v in default.items() if k.endswith(".ORDER")), default
     assert "TAPS_OUTER=True and cin_g" not in recipe.render(problem, default)
-    taps = {**default, **{name: "taps" for name in orders}}
-    source = recipe.render(problem, taps)
     assert "TAPS_OUTER=True and cin_g" in source
     evaluation = evaluate_candidate(Candidate(source, "triton", taps), problem, "nvidia_h100", check_only)
     assert evaluation.correct, evaluation.reason
@@ -95,18 +102,7 @@ def test_both_orders_of_the_conv_gemm_reduction_are_correct(check_only):
 def test_a_transposed_weight_read_along_its_rows_is_correct(check_only):
     """B_TILE "nk": nn.Linear's weight (read as (N, K), trans_b) loaded along its contiguous K and transposed in
     registers, as well as the (K, N) tile (the default, checked by the programs above)."""
-    from kevolve.plugins import get_manager
-    from kevolve.program.recipe import ProgramRecipe
-
-    target = get_manager().usable_target("nvidia_h100")
-    problem = KernelBenchProblem(PROBLEMS / "linear_gelu_layernorm.py")
-    recipe = ProgramRecipe(target.backend.recipes(target.spec), "triton",
-                           target.language_forms()["triton"].assemble_program)
-    default = recipe.space(problem, target.backend.facts(target.spec)).default()
-    tiles = [name for name in default if name.endswith(".B_TILE")]
-    assert tiles, default
-    nk = {**default, **dict.fromkeys(tiles, "nk")}
-    source = recipe.render(problem, nk)
+    problem, _, nk, source, _ = program_knob("linear_gelu_layernorm", "B_TILE", "nk")
     assert "tl.trans(tl.load(b_ptr" in source
     evaluation = evaluate_candidate(Candidate(source, "triton", nk), problem, "nvidia_h100", check_only)
     assert evaluation.correct, evaluation.reason
