@@ -100,6 +100,16 @@ def caller_loop(row: dict, target: str, rounds: int = 9, sample_s: float = 0.005
             "kernel_s": statistics.median(samples["op"]), "eager_s": statistics.median(samples["eager"])}
 
 
+def judged(path: Path, row: dict, target: str, trees: dict[str, Path | None], reps: int,
+           timeout_s: float) -> dict[str, list[dict]]:
+    """Each side's ``reps`` evaluations of the kernel file, the sides alternating (before first, then after)."""
+    got: dict[str, list[dict]] = {side: [] for side in SIDES}
+    for rep in range(reps):
+        for side in (SIDES if rep % 2 == 0 else SIDES[::-1]):
+            got[side].append(evaluate(path, row, target, side_env(trees[side]), timeout_s))
+    return got
+
+
 def run(rows: list[dict], target: str, trees: dict[str, Path | None], reps: int, work: Path,
         timeout_s: float, save: Callable[[list[dict]], object], prior: dict[str, dict]) -> list[dict]:
     """Every row judged (or its judgments taken from ``prior``, by op and shape) and timed in a caller's loop;
@@ -108,12 +118,8 @@ def run(rows: list[dict], target: str, trees: dict[str, Path | None], reps: int,
     for i, row in enumerate(rows):
         path = work / f"{i}_{row['op']}{SUFFIX.get(row['language'], '.py')}"
         path.write_text(row["source"])
-        got: dict[str, list[dict]] = {side: [] for side in SIDES}
         earlier = prior.get(_key(row))
-        for rep in range(0 if earlier else reps):
-            for side in (SIDES if rep % 2 == 0 else SIDES[::-1]):
-                got[side].append(evaluate(path, row, target, side_env(trees[side]), timeout_s))
-        got = earlier["runs"] if earlier else got
+        got = earlier["runs"] if earlier else judged(path, row, target, trees, reps, timeout_s)
         result = {"op": row["op"], "shape": row["shape"], "dtype": row["dtype"], "runs": got}
         for side in SIDES:
             ok = [g for g in got[side] if "speedup" in g]
@@ -203,9 +209,10 @@ def main() -> int:
     info = {"command": "python bench/honest_ab.py " + " ".join(sys.argv[1:]), "machine": machine(args.target),
             "before": args.before_tree or args.before, "after": after or "unknown", "table": str(table.relative_to(ROOT))
             if table.is_relative_to(ROOT) else str(table), "reps": args.reps}
-    prior = {_key(r): r for r in json.loads(Path(args.prior).read_text())["rows"]} if args.prior else {}
+    earlier = json.loads(Path(args.prior).read_text()) if args.prior else {"rows": []}
+    prior = {_key(r): r for r in earlier["rows"]}
     if args.prior:
-        info["command"] += f" (harness judgments from {json.loads(Path(args.prior).read_text())['command']})"
+        info["command"] += f" (harness judgments from {earlier['command']})"
     run(rows, args.target, {"before": tree, "after": None}, args.reps, work, args.timeout_s,
         lambda results: write(results, info, args.out, args.stem, args.target), prior)
     print(result_path(args.out, args.stem, ".md", args.target))

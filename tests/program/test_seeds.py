@@ -29,7 +29,7 @@ def test_another_programs_winner_does_not_seed_this_one(cpu):
 
 def test_a_winner_with_this_programs_knobs_seeds_it(cpu):
     default = first_candidate(cpu, "relu_model", [])
-    seed = {name: value for name, value in default.parameters.items()}
+    seed = dict(default.parameters)
     knob = next(name for name, value in seed.items() if isinstance(value, int) and not isinstance(value, bool))
     seed[knob] = 1 if seed[knob] != 1 else 2
     first = first_candidate(cpu, "relu_model", [(default.recipe, seed)])

@@ -45,9 +45,9 @@ class CpuBackend(Backend):
         return self._toolchains[language]
 
     def worker_env(self, target: TargetSpec) -> dict[str, str]:
-        from kevolve.harness.confine import WORKER_ENV
+        from kevolve.harness.confine import worker_env
 
-        return dict(WORKER_ENV)  # CpuRunner confines its kernels to a thread of their own
+        return worker_env()  # CpuRunner confines its kernels to a thread of their own
 
     def runner(self, target: TargetSpec) -> Runner:
         from kevolve_cpu.runner import CpuRunner

@@ -78,7 +78,7 @@ class Runner(ABC):
     #: whether the worker loads and calls this runner's kernels on a thread whose seccomp filter refuses process
     #: creation, running programs and tracing (harness/confine.py); a runner whose kernels compile on first call
     #: by running a compiler (Triton on a GPU: ``ptxas``) cannot. Its backend starts the workers with
-    #: :data:`kevolve.harness.confine.WORKER_ENV` (``Backend.worker_env``), so that the thread allocates as a
+    #: :func:`kevolve.harness.confine.worker_env` (``Backend.worker_env``), so that the thread allocates as a
     #: caller's main thread does
     confines_kernel: bool = False
 

@@ -21,7 +21,7 @@ one: under a caching setting of the main arena (the benchmarks' ``MALLOC_TOP_PAD
 output was kept and reused by the caller's loop but unmapped and faulted in again on the kernel's thread
 (bucketize 4M on the 2-core VM: 5.4 ms a call on the main thread, 13.2 ms on another; the harness read 7.9x eager
 where a caller's loop got 17.8x). A backend whose runner confines its kernels starts its workers with
-:data:`WORKER_ENV` (``Backend.worker_env``): one arena, the main one, for every thread.
+:func:`worker_env` (``Backend.worker_env``): one arena, the main one, for every thread.
 """
 
 from __future__ import annotations
@@ -39,12 +39,15 @@ T = TypeVar("T")
 #: writing another process's memory
 FORBIDDEN = ("fork", "vfork", "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev")
 CLONE_THREAD = 0x00010000
-#: the environment of workers whose kernels run on their own thread: it allocates as the caller's main thread does
-#: (one malloc arena), unless the caller chose an arena count
-WORKER_ENV = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "1")}
 #: what the worker's parent says of a worker the filter killed
 RULE = ("made a system call a kernel may not make (process creation, running a program, or tracing another "
         "process), refused by its thread's seccomp filter, which killed the worker (SIGSYS)")
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of workers whose kernels run on their own thread: it allocates as the caller's main thread
+    does (one malloc arena), unless the caller chose an arena count (read when the workers start)."""
+    return {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "1")}
 
 
 def _install_filter() -> None:
